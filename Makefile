@@ -1,0 +1,84 @@
+# calico_ops.lifecycle: the two commands are `make demo` and `make test` (see README.md).
+# Everything they need is installed here: Python tooling into .venv (pinned), Go binaries into
+# ~/.cache/calico_ops (built once from Go modules), nothing by hand.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+BIN := $(VENV)/bin
+COLLECTIONS := $(CURDIR)/.build/collections
+COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/calico_ops/lifecycle
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export PYTHONPATH := $(CURDIR)/tests
+export ANSIBLE_NOCOLOR := 1
+export PY_COLORS := 0
+
+.PHONY: help venv collection binaries cluster-up cluster-down cluster-env demo test lint sanity unit \
+	integration molecule changelog build clean
+
+help:
+	@echo "make demo   - start the local control plane and run the eBPF install against it"
+	@echo "make test   - lint, sanity, unit, integration and Molecule against the local control plane"
+	@echo "make cluster-up / cluster-down / cluster-env - a control plane to poke at by hand"
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements-dev.txt
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python >= 3.11 is needed)"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
+		{ echo "error: Python >= 3.11 is needed for ansible 12 (found $$($(PYTHON) --version))"; exit 1; }
+	@echo "==> creating $(VENV) and installing the pinned Python tooling (requirements-dev.txt)"
+	@$(PYTHON) -m venv $(VENV) || { echo "error: python venv failed (Debian: apt-get install python3-venv)"; exit 1; }
+	@$(BIN)/pip install --quiet --upgrade pip
+	@$(BIN)/pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+collection: $(COLLECTION_LINK)
+
+$(COLLECTION_LINK):
+	@mkdir -p $(dir $@)
+	@ln -sfn $(CURDIR) $@
+
+binaries: venv
+	@echo "==> building (or finding) the local control plane's binaries in $${CALICO_OPS_CACHE:-~/.cache/calico_ops}"
+	@$(BIN)/python -m localcp build
+
+cluster-up: venv collection binaries
+	@$(BIN)/python -m localcp up
+
+cluster-down: venv
+	@$(BIN)/python -m localcp down
+
+cluster-env: venv
+	@$(BIN)/python -m localcp env
+
+demo: venv collection binaries
+	@bash tests/demo.sh
+
+test: venv collection binaries
+	@bash tests/run-checks.sh
+
+lint: venv collection
+	@bash tests/run-checks.sh lint
+
+sanity: venv collection
+	@bash tests/run-checks.sh sanity
+
+unit: venv collection
+	@bash tests/run-checks.sh unit
+
+integration: venv collection binaries
+	@bash tests/run-checks.sh integration
+
+molecule: venv collection binaries
+	@bash tests/run-checks.sh molecule
+
+changelog: venv
+	@$(BIN)/antsibull-changelog lint
+
+build: venv
+	@mkdir -p .build/dist
+	@$(BIN)/ansible-galaxy collection build --force --output-path .build/dist .
+
+clean:
+	rm -rf .build tests/output

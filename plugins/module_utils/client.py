@@ -1,0 +1,208 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One job: talk to the Kubernetes API server.
+
+Authentication comes from kubernetes.core (``K8S_AUTH_*`` environment, kubeconfig, in-cluster), so every
+module of this collection accepts the same auth options as ``kubernetes.core.k8s``. Requests go through
+the kubernetes client's ``ApiClient`` as raw JSON (no per-object model conversion): LISTs are paginated
+with ``limit``/``continue`` and return plain dicts.
+
+Check mode is enforced here, once: a client built with ``check_mode=True`` refuses every mutating call
+(``ReadOnlyViolation``), so a module in check mode cannot write even by mistake.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+try:
+    from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+except ImportError:  # pragma: no cover - kubernetes.core is a declared dependency
+    AUTH_ARG_SPEC = {}
+
+try:
+    from kubernetes.dynamic.exceptions import DynamicApiError
+    HAS_K8S = True
+except ImportError:  # pragma: no cover - reported by the module through missing_required_lib
+    class DynamicApiError(Exception):  # pylint: disable=missing-class-docstring
+        pass
+    HAS_K8S = False
+
+FIELD_MANAGER = "calico-ops"
+DEFAULT_PAGE_SIZE = 500
+
+
+class ClientError(Exception):
+    """An API request failed; ``status`` is the HTTP status (0 when the server was not reached)."""
+
+    def __init__(self, message, status=0, reason="", body=None):
+        super(ClientError, self).__init__(message)
+        self.status = status
+        self.reason = reason
+        self.body = body
+
+
+class ReadOnlyViolation(ClientError):
+    """A mutating request was attempted by a read-only (check mode) client."""
+
+
+def auth_argument_spec():
+    """kubernetes.core's auth options (kubeconfig, context, host, api_key, ...), to merge into a spec."""
+    return dict((k, dict(v)) for k, v in AUTH_ARG_SPEC.items())
+
+
+def api_path(api_version, plural, namespace=None, name=None, subresource=None):
+    """The REST path of a collection or object: ``/api/v1/...`` or ``/apis/<group>/<version>/...``."""
+    base = "/api/%s" % api_version if "/" not in api_version else "/apis/%s" % api_version
+    parts = [base]
+    if namespace:
+        parts.append("namespaces/%s" % namespace)
+    parts.append(plural)
+    if name:
+        parts.append(name)
+    if subresource:
+        parts.append(subresource)
+    return "/".join(parts)
+
+
+class Client(object):
+    """A thin JSON client over kubernetes.core's authenticated dynamic client (raw requests)."""
+
+    def __init__(self, dynamic_client, check_mode=False, field_manager=FIELD_MANAGER, timeout=60):
+        self._dyn = dynamic_client
+        self.timeout = timeout
+        self.check_mode = check_mode
+        self.field_manager = field_manager
+        self.requests = {"read": 0, "write": 0}
+
+    @classmethod
+    def from_module(cls, module, **kwargs):
+        """Build from an AnsibleModule whose params hold kubernetes.core's auth options."""
+        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+        k8s = get_api_client(module=module)
+        return cls(k8s.client, check_mode=module.check_mode, **kwargs)
+
+    # -- transport -------------------------------------------------------------------------------
+
+    def request(self, method, path, body=None, query=None, content_type=None):
+        """Send one request; return the decoded JSON body (or None); raise ClientError."""
+        method = method.upper()
+        mutating = method not in ("GET", "HEAD")
+        if mutating and self.check_mode:
+            raise ReadOnlyViolation("check mode: refusing %s %s" % (method, path))
+        self.requests["write" if mutating else "read"] += 1
+        headers = {"Accept": "application/json"}
+        query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        try:
+            resp = self._dyn.request(method, path, body=body, serialize=False,
+                                     query_params=query_params, header_params=headers,
+                                     content_type=content_type or "application/json",
+                                     _request_timeout=self.timeout)
+            data = resp.data
+        except DynamicApiError as exc:
+            raise self._error(method, path, getattr(exc, "status", 0), getattr(exc, "reason", ""),
+                              getattr(exc, "body", None))
+        except Exception as exc:  # connection refused, TLS, timeouts
+            raise ClientError("%s %s: the API server was not reached: %s" % (method, path, exc))
+        if not data:
+            return None
+        if isinstance(data, bytes):
+            data = data.decode("utf-8")
+        return json.loads(data)
+
+    @staticmethod
+    def _error(method, path, status, reason, body):
+        detail = body
+        if isinstance(body, bytes):
+            body = body.decode("utf-8", "replace")
+        try:
+            detail = json.loads(body).get("message", body)
+        except (TypeError, ValueError, AttributeError):
+            detail = body
+        return ClientError("%s %s: %s %s: %s" % (method, path, status, reason, detail),
+                           status=status, reason=reason, body=body)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def get(self, api_version, plural, name, namespace=None):
+        """One object, or None when it does not exist."""
+        try:
+            return self.request("GET", api_path(api_version, plural, namespace, name))
+        except ClientError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list(self, api_version, plural, namespace=None, label_selector=None, field_selector=None,
+             page_size=DEFAULT_PAGE_SIZE):
+        """Every object of a type, following ``continue`` tokens: one request per page."""
+        items = []
+        token = None
+        path = api_path(api_version, plural, namespace)
+        while True:
+            page = self.request("GET", path, query={"limit": page_size, "continue": token,
+                                                    "labelSelector": label_selector,
+                                                    "fieldSelector": field_selector})
+            kind = (page.get("kind") or "").replace("List", "")
+            for item in page.get("items") or []:
+                item.setdefault("apiVersion", api_version)
+                if kind:
+                    item.setdefault("kind", kind)
+                items.append(item)
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
+    def list_or_none(self, api_version, plural, **kwargs):
+        """Like list(), but None when the type is not served (404)."""
+        try:
+            return self.list(api_version, plural, **kwargs)
+        except ClientError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    # -- writes (refused in check mode) -----------------------------------------------------------
+
+    def create(self, api_version, plural, body, namespace=None):
+        return self.request("POST", api_path(api_version, plural, namespace), body=body,
+                            query={"fieldManager": self.field_manager})
+
+    def replace(self, api_version, plural, body, namespace=None):
+        """PUT the whole object; with ``metadata.resourceVersion`` set the server refuses (409) a stale one."""
+        name = body["metadata"]["name"]
+        return self.request("PUT", api_path(api_version, plural, namespace, name), body=body,
+                            query={"fieldManager": self.field_manager})
+
+    def merge_patch(self, api_version, plural, name, patch, namespace=None):
+        return self.request("PATCH", api_path(api_version, plural, namespace, name), body=patch,
+                            content_type="application/merge-patch+json",
+                            query={"fieldManager": self.field_manager})
+
+    def json_patch(self, api_version, plural, name, ops, namespace=None):
+        return self.request("PATCH", api_path(api_version, plural, namespace, name), body=ops,
+                            content_type="application/json-patch+json",
+                            query={"fieldManager": self.field_manager})
+
+    def apply(self, api_version, plural, body, namespace=None, force=True):
+        """Server-side apply under this client's field manager."""
+        name = body["metadata"]["name"]
+        return self.request("PATCH", api_path(api_version, plural, namespace, name), body=body,
+                            content_type="application/apply-patch+yaml",
+                            query={"fieldManager": self.field_manager,
+                                   "force": "true" if force else None})
+
+    def delete(self, api_version, plural, name, namespace=None, precondition_uid=None):
+        body = None
+        if precondition_uid:
+            body = {"kind": "DeleteOptions", "apiVersion": "v1",
+                    "preconditions": {"uid": precondition_uid}}
+        try:
+            return self.request("DELETE", api_path(api_version, plural, namespace, name), body=body)
+        except ClientError as exc:
+            if exc.status == 404:
+                return None
+            raise

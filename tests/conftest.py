@@ -1,0 +1,21 @@
+"""Test configuration shared by unit, integration and reliability tests.
+
+Puts ``tests/`` on sys.path (for the ``localcp`` harness) and the repository on an
+``ansible_collections/calico_ops/lifecycle`` path so ``ansible_collections.calico_ops.lifecycle...``
+imports resolve to this working tree.
+"""
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from localcp.fixtures import collections_path  # noqa: E402
+
+_COLL = collections_path()
+if _COLL not in sys.path:
+    sys.path.insert(0, _COLL)
+
+pytest_plugins = ["localcp.fixtures"]

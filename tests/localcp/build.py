@@ -1,0 +1,321 @@
+"""Build the local control plane's binaries from published Go modules, once, into a cache.
+
+Every binary is built from a pinned module version with ``GOTOOLCHAIN=local``:
+
+* kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd from a generated wrapper
+  module that requires ``k8s.io/kubernetes`` and replaces each staging module its go.mod requires at
+  ``v0.0.0`` with the published ``v0.<minor>.<patch>`` (the list is read from the downloaded go.mod);
+* kwok and helm with a plain ``go install`` at their release tags;
+* the Tigera operator from a wrapper module that copies its non-local replace directives.
+
+A component whose binaries are all in ``<cache>/<component>-<version>/`` is not built again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .versions import (ETCD_MODULE, HELM_MODULE, HELM_VERSION, KUBERNETES_VERSION, KWOK_MODULE,
+                       KWOK_VERSION, OPERATOR_MODULE, OPERATOR_VERSION)
+
+
+class BuildError(RuntimeError):
+    """A component could not be built; the message says which and why."""
+
+
+def cache_root() -> Path:
+    """Where binaries and downloaded files are kept, outside the repository."""
+    env = os.environ.get("CALICO_OPS_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "calico_ops"
+
+
+def log(msg: str) -> None:
+    print(f"[localcp] {msg}", file=sys.stderr, flush=True)
+
+
+def _go_env() -> dict:
+    env = dict(os.environ)
+    env["GOTOOLCHAIN"] = "local"
+    env["CGO_ENABLED"] = "0"
+    env.setdefault("GOFLAGS", "")
+    env["GOFLAGS"] = (env["GOFLAGS"] + " -mod=mod").strip()
+    return env
+
+
+def _go() -> str:
+    """The go command: ``CALICO_OPS_GO`` if set, else ``go`` on PATH, else /usr/local/go/bin/go."""
+    explicit = os.environ.get("CALICO_OPS_GO")
+    if explicit:
+        go = explicit if os.access(explicit, os.X_OK) else None
+    else:
+        go = shutil.which("go")
+        if not go and os.access("/usr/local/go/bin/go", os.X_OK):
+            go = "/usr/local/go/bin/go"
+    if not go:
+        raise BuildError(f"go: the Go toolchain was not found ({explicit or 'no `go` on PATH'}); install Go "
+                         ">= 1.24 (https://go.dev/dl or your distribution) and run again")
+    return go
+
+
+def _run(cmd: list, cwd: Path, what: str, progress: bool = False) -> str:
+    """Run a go command; stream a progress count when asked; raise BuildError with its last lines."""
+    log(f"{what}: {' '.join(str(c) for c in cmd)}")
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=str(cwd), env=_go_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = []
+    count = 0
+    last = start
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line.rstrip())
+        if len(lines) > 400:
+            del lines[:200]
+        count += 1
+        now = time.monotonic()
+        if progress and now - last >= 15:
+            log(f"{what}: {count} packages compiled, {int(now - start)}s, last {line.strip()}")
+            last = now
+    rc = proc.wait()
+    if rc != 0:
+        tail = "\n".join(lines[-40:])
+        raise BuildError(f"{what} failed (exit {rc}):\n{tail}")
+    log(f"{what}: done in {int(time.monotonic() - start)}s")
+    return "\n".join(lines)
+
+
+def _module_gomod(module: str, version: str, workdir: Path) -> Path:
+    out = _run([_go(), "mod", "download", "-json", f"{module}@{version}"], workdir,
+               f"download {module}@{version}")
+    try:
+        info = json.loads(out[out.index("{"):])
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise BuildError(f"download {module}@{version}: unreadable answer: {out[-2000:]}") from exc
+    if info.get("Error"):
+        raise BuildError(f"download {module}@{version}: {info['Error']}")
+    return Path(info["GoMod"])
+
+
+def staging_replaces(gomod_text: str, staging_version: str) -> list:
+    """The ``k8s.io/...`` modules a k8s.io/kubernetes go.mod requires at v0.0.0, as replace lines."""
+    names = sorted(set(re.findall(r"^\s*(k8s\.io/[A-Za-z0-9._/-]+)\s+v0\.0\.0\s*(?://.*)?$",
+                                  gomod_text, re.M)))
+    return [f"replace {n} => {n} {staging_version}" for n in names]
+
+
+def godebug_lines(gomod_text: str) -> list:
+    return [line for line in gomod_text.splitlines() if line.startswith("godebug ")]
+
+
+def go_directive(gomod_text: str) -> str:
+    m = re.search(r"^go\s+(\S+)", gomod_text, re.M)
+    return m.group(1) if m else "1.24.0"
+
+
+def non_local_replaces(gomod_text: str) -> list:
+    """Replace directives of a go.mod whose target is a module (not a ./ or ../ path)."""
+    out = []
+    block = False
+    for raw in gomod_text.splitlines():
+        line = raw.split("//")[0].strip()
+        if block:
+            if line == ")":
+                block = False
+                continue
+            body = line
+        elif line.startswith("replace ("):
+            block = True
+            continue
+        elif line.startswith("replace "):
+            body = line[len("replace "):]
+        else:
+            continue
+        if not body or "=>" not in body:
+            continue
+        target = body.split("=>", 1)[1].strip()
+        if target.startswith(".") or target.startswith("/"):
+            continue
+        out.append(f"replace {body}")
+    return out
+
+
+def _check_go_version(required: str, component: str) -> None:
+    out = subprocess.run([_go(), "env", "GOVERSION"], capture_output=True, text=True,
+                         env=_go_env(), check=False).stdout.strip()
+    have = tuple(int(x) for x in re.findall(r"\d+", out)[:3])
+    need = tuple(int(x) for x in re.findall(r"\d+", required)[:3])
+    if have < need:
+        raise BuildError(f"{component}: needs Go {required}, the installed Go is {out}; "
+                         "install a newer Go (GOTOOLCHAIN=local forbids downloading one)")
+
+
+def _have(bindir: Path, names: list) -> bool:
+    return all((bindir / n).is_file() and os.access(bindir / n, os.X_OK) for n in names)
+
+
+def _finish(tmpdir: Path, bindir: Path, names: list) -> None:
+    """Move built binaries into place atomically (a half-built cache dir never looks complete)."""
+    bindir.parent.mkdir(parents=True, exist_ok=True)
+    staging = bindir.with_name(bindir.name + ".partial")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir()
+    for n in names:
+        shutil.copy2(tmpdir / n, staging / n)
+    if bindir.exists():
+        shutil.rmtree(bindir)
+    staging.rename(bindir)
+
+
+def kubernetes_dir() -> Path:
+    return cache_root() / f"kubernetes-{KUBERNETES_VERSION}"
+
+
+KUBE_BINARIES = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd"]
+
+
+def build_kubernetes() -> Path:
+    bindir = kubernetes_dir()
+    if _have(bindir, KUBE_BINARIES):
+        return bindir
+    version = KUBERNETES_VERSION
+    work = cache_root() / "build" / f"kubernetes-{version}"
+    work.mkdir(parents=True, exist_ok=True)
+    log(f"building Kubernetes {version} and etcd from Go modules into {bindir} (cold: tens of minutes)")
+    gomod = _module_gomod("k8s.io/kubernetes", version, work).read_text()
+    _check_go_version(go_directive(gomod), "k8s.io/kubernetes")
+    major, minor, patch = version.lstrip("v").split(".")
+    staging_version = f"v0.{minor}.{patch}"
+    replaces = staging_replaces(gomod, staging_version)
+    if len(replaces) < 20:
+        raise BuildError(f"k8s.io/kubernetes {version}: found only {len(replaces)} staging modules in its "
+                         "go.mod; the wrapper module would not resolve")
+    lines = ["module calico-ops.local/kubebuild", "", f"go {go_directive(gomod)}", ""]
+    lines += godebug_lines(gomod) + [""]
+    lines += [f"require k8s.io/kubernetes {version}", ""] + replaces + [""]
+    (work / "go.mod").write_text("\n".join(lines))
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    xs = []
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        xs += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major.lstrip('v')}",
+               f"-X {pkg}.gitMinor={minor}", f"-X {pkg}.gitCommit=calico-ops-build",
+               f"-X {pkg}.gitTreeState=clean", f"-X {pkg}.buildDate={stamp}"]
+    ldflags = "-s -w " + " ".join(xs)
+    out = work / "bin"
+    out.mkdir(exist_ok=True)
+    pkgs = [f"k8s.io/kubernetes/cmd/{n}" for n in KUBE_BINARIES if n != "etcd"]
+    _run([_go(), "mod", "download", "k8s.io/kubernetes"], work, "resolve module graph")
+    _run([_go(), "build", "-v", "-trimpath", "-tags", "selinux,notest", "-ldflags", ldflags,
+          "-o", str(out) + "/"] + pkgs, work, "compile kubernetes", progress=True)
+    _run([_go(), "build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"),
+          ETCD_MODULE], work, "compile etcd", progress=True)
+    _finish(out, bindir, KUBE_BINARIES)
+    return bindir
+
+
+def _go_install(module: str, pkg: str, version: str, name: str, ldflags: str = "-s -w") -> Path:
+    bindir = cache_root() / f"{name}-{version}"
+    if _have(bindir, [name]):
+        return bindir
+    work = cache_root() / "build" / f"{name}-{version}"
+    work.mkdir(parents=True, exist_ok=True)
+    gomod = _module_gomod(module, version, work).read_text()
+    _check_go_version(go_directive(gomod), module)
+    env_bin = work / "bin"
+    env_bin.mkdir(exist_ok=True)
+    log(f"building {name} {version} with go install")
+    cmd = [_go(), "install", "-v", "-trimpath", "-ldflags", ldflags, f"{pkg}@{version}"]
+    env = _go_env()
+    env["GOBIN"] = str(env_bin)
+    env["GOFLAGS"] = ""  # go install pkg@version refuses -mod
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=str(work), env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise BuildError(f"go install {pkg}@{version} failed (exit {proc.returncode}):\n"
+                         + "\n".join((proc.stdout + proc.stderr).splitlines()[-40:]))
+    log(f"{name}: done in {int(time.monotonic() - start)}s")
+    built = env_bin / name
+    if not built.exists():
+        cands = list(env_bin.iterdir())
+        if len(cands) != 1:
+            raise BuildError(f"go install {pkg}: expected one binary in {env_bin}, found {cands}")
+        cands[0].rename(built)
+    _finish(env_bin, bindir, [name])
+    return bindir
+
+
+def build_kwok() -> Path:
+    return _go_install(KWOK_MODULE, "sigs.k8s.io/kwok/cmd/kwok", KWOK_VERSION, "kwok")
+
+
+def build_helm() -> Path:
+    ver = HELM_VERSION
+    flags = f"-s -w -X helm.sh/helm/v3/internal/version.version={ver}"
+    return _go_install(HELM_MODULE, "helm.sh/helm/v3/cmd/helm", ver, "helm", flags)
+
+
+def operator_dir() -> Path:
+    return cache_root() / f"tigera-operator-{OPERATOR_VERSION}"
+
+
+def build_operator() -> Path:
+    """The Tigera operator, from a wrapper module that copies its non-local replaces."""
+    bindir = operator_dir()
+    if _have(bindir, ["operator"]):
+        return bindir
+    version = OPERATOR_VERSION
+    work = cache_root() / "build" / f"tigera-operator-{version}"
+    work.mkdir(parents=True, exist_ok=True)
+    gomod = _module_gomod(OPERATOR_MODULE, version, work).read_text()
+    _check_go_version(go_directive(gomod), OPERATOR_MODULE)
+    lines = ["module calico-ops.local/operatorbuild", "", f"go {go_directive(gomod)}", ""]
+    lines += godebug_lines(gomod) + ["", f"require {OPERATOR_MODULE} {version}"]
+    if re.search(r"^\s*github\.com/tigera/operator/api\s", gomod, re.M):
+        lines.append(f"require {OPERATOR_MODULE}/api {version}")
+    lines += [""] + non_local_replaces(gomod) + [""]
+    (work / "go.mod").write_text("\n".join(lines))
+    out = work / "bin"
+    out.mkdir(exist_ok=True)
+    ldflags = f"-s -w -X {OPERATOR_MODULE}/version.VERSION={version}"
+    _run([_go(), "build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(out / "operator"),
+          f"{OPERATOR_MODULE}/cmd"], work, "compile tigera-operator", progress=True)
+    _finish(out, bindir, ["operator"])
+    return bindir
+
+
+def build_all(operator: bool = False) -> dict:
+    """Build (or find) every binary; return name -> path."""
+    paths = {}
+    kube = build_kubernetes()
+    for n in KUBE_BINARIES:
+        paths[n] = kube / n
+    paths["kwok"] = build_kwok() / "kwok"
+    paths["helm"] = build_helm() / "helm"
+    if operator:
+        paths["operator"] = build_operator() / "operator"
+    return paths
+
+
+def main(argv=None) -> int:
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--operator", action="store_true", help="also build the Tigera operator")
+    args = parser.parse_args(argv)
+    try:
+        for name, path in build_all(operator=args.operator).items():
+            print(f"{name}\t{path}")
+    except BuildError as exc:
+        log(f"build failed: {exc}")
+        return 1
+    return 0

@@ -1,0 +1,413 @@
+"""Start and stop a real Kubernetes control plane on 127.0.0.1.
+
+etcd, kube-apiserver (TLS, Node+RBAC authorization, service-account keys, an audit log),
+kube-controller-manager, kube-scheduler and kwok (simulated nodes and pods), plus a static HTTP server for
+Calico's release files. Ports are picked free at run time; everything lives in one run directory whose
+``state.json`` records the processes, so ``down`` can stop them from another process.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from . import build, mirror, nodes
+from .audit import AuditLog
+from .pki import PKI, SERVICE_IP, serving_names
+
+ADMIN_USER = "admin"
+KWOK_USER = "kwok"
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        # long-running watches and heartbeats are noise; everything else is recorded at Metadata level
+        {"level": "None", "verbs": ["watch"]},
+        {"level": "None", "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}]},
+        {"level": "None", "users": [KWOK_USER], "resources": [{"group": "", "resources": ["nodes/status"]}]},
+        {"level": "None", "users": ["system:kube-controller-manager", "system:kube-scheduler", KWOK_USER,
+                                    "system:apiserver"],
+         "verbs": ["get", "list"]},
+        {"level": "None", "userGroups": ["system:serviceaccounts:kube-system"], "verbs": ["get", "list"]},
+        {"level": "None", "nonResourceURLs": ["/healthz*", "/readyz*", "/livez*", "/version", "/metrics"]},
+        {"level": "Metadata"},
+    ],
+}
+
+
+class StartError(RuntimeError):
+    """A component did not start; the message names it and quotes its last log lines."""
+
+
+def log(msg: str) -> None:
+    print(f"[localcp] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent():
+    """preexec_fn: the child gets SIGTERM when the process that started it dies (PR_SET_PDEATHSIG)."""
+    os.setsid()
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def _tail(path: Path, n: int = 30) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(lines[-n:])
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(Path(path).read_bytes()).decode()
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, cert: Path, key: Path, user: str) -> Path:
+    cfg = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "local", "cluster": {"server": server, "certificate-authority-data": _b64(ca)}}],
+        "users": [{"name": user, "user": {"client-certificate-data": _b64(cert),
+                                          "client-key-data": _b64(key)}}],
+        "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
+        "current-context": "local",
+    }
+    path.write_text(yaml.safe_dump(cfg))
+    path.chmod(0o600)
+    return path
+
+
+def current_pointer() -> Path:
+    return build.cache_root() / "current-run"
+
+
+class ControlPlane:
+    """One local control plane; ``start()`` brings it up, ``stop()`` leaves nothing behind."""
+
+    def __init__(self, run_dir: Path | None = None, die_with_parent: bool = True,
+                 mirror_source: Path | None = None):
+        self.run_dir = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix="calico-ops-cp-"))
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.die_with_parent = die_with_parent
+        self.mirror_source = mirror_source
+        self.procs: dict = {}
+        self.state: dict = {}
+        self.bins: dict = {}
+
+    # -- persisted state -----------------------------------------------------------------------
+
+    @property
+    def state_file(self) -> Path:
+        return self.run_dir / "state.json"
+
+    def _save(self) -> None:
+        self.state["pids"] = {n: p.pid for n, p in self.procs.items()}
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=2))
+        os.replace(tmp, self.state_file)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> "ControlPlane":
+        cp = cls(run_dir)
+        cp.state = json.loads((Path(run_dir) / "state.json").read_text())
+        return cp
+
+    # -- process handling ---------------------------------------------------------------------
+
+    def _spawn(self, name: str, cmd: list, env: dict | None = None) -> subprocess.Popen:
+        logf = open(self.run_dir / f"{name}.log", "ab")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=logf, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, cwd=str(self.run_dir), env=full_env,
+                                preexec_fn=_die_with_parent if self.die_with_parent else os.setsid)
+        logf.close()
+        self.procs[name] = proc
+        self._save()
+        return proc
+
+    def _wait(self, name: str, check, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last_err = ""
+        while time.monotonic() < deadline:
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                raise StartError(f"{name} exited with code {proc.returncode} while starting; last log lines:\n"
+                                 + _tail(self.run_dir / f"{name}.log"))
+            try:
+                if check():
+                    return
+            except Exception as exc:  # noqa: BLE001 - any failure means "not yet"
+                last_err = str(exc)
+            time.sleep(0.25)
+        raise StartError(f"{name} did not become healthy within {int(timeout)}s ({last_err}); last log lines:\n"
+                         + _tail(self.run_dir / f"{name}.log"))
+
+    def _https_ok(self, url: str) -> bool:
+        ctx = ssl.create_default_context(cafile=str(self.run_dir / "pki" / "ca.crt"))
+        ctx.load_cert_chain(str(self.run_dir / "pki" / "admin.crt"), str(self.run_dir / "pki" / "admin.key"))
+        with urllib.request.urlopen(url, context=ctx, timeout=3) as resp:
+            return resp.status == 200
+
+    @staticmethod
+    def _http_ok(url: str) -> bool:
+        with urllib.request.urlopen(url, timeout=3) as resp:
+            return resp.status == 200
+
+    @staticmethod
+    def _insecure_https_ok(url: str) -> bool:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        with urllib.request.urlopen(url, context=ctx, timeout=3) as resp:
+            return resp.status == 200
+
+    # -- start -------------------------------------------------------------------------------------
+
+    def start(self, node_specs: list | None = None, timeout: float = 120) -> "ControlPlane":
+        started = time.monotonic()
+        try:
+            self.bins = {k: str(v) for k, v in build.build_all().items()}
+            self.state = {"run_dir": str(self.run_dir), "bins": self.bins, "started": time.time()}
+            self._save()
+            self._start(timeout)
+            nodes.create_nodes(self, node_specs if node_specs is not None else nodes.default_specs())
+            log(f"control plane ready in {time.monotonic() - started:.1f}s: {self.state['server']} "
+                f"(run dir {self.run_dir})")
+            return self
+        except BaseException:
+            self.stop(remove_dir=False)
+            raise
+
+    def _start(self, timeout: float) -> None:
+        pki_dir = self.run_dir / "pki"
+        pki = PKI(pki_dir)
+        api_port = free_port()
+        server = f"https://127.0.0.1:{api_port}"
+        self.state.update({"server": server, "api_port": api_port})
+        apiserver_crt, apiserver_key = pki.issue("apiserver", "kube-apiserver", server_names=serving_names(),
+                                                 server_ips=["127.0.0.1", SERVICE_IP], client=False)
+        admin_crt, admin_key = pki.issue("admin", ADMIN_USER, orgs=["system:masters"])
+        kcm_crt, kcm_key = pki.issue("kcm", "system:kube-controller-manager")
+        sched_crt, sched_key = pki.issue("scheduler", "system:kube-scheduler")
+        kwok_crt, kwok_key = pki.issue("kwok", KWOK_USER, orgs=["system:masters"])
+        sa_key, sa_pub = pki.service_account_keys()
+        ca = pki.ca_path
+        kubeconfig = write_kubeconfig(self.run_dir / "admin.kubeconfig", server, ca, admin_crt, admin_key,
+                                      ADMIN_USER)
+        kcm_cfg = write_kubeconfig(self.run_dir / "kcm.kubeconfig", server, ca, kcm_crt, kcm_key, "kcm")
+        sched_cfg = write_kubeconfig(self.run_dir / "scheduler.kubeconfig", server, ca, sched_crt, sched_key,
+                                     "scheduler")
+        kwok_cfg = write_kubeconfig(self.run_dir / "kwok.kubeconfig", server, ca, kwok_crt, kwok_key, "kwok")
+        self.state.update({"kubeconfig": str(kubeconfig), "ca": str(ca)})
+
+        # etcd
+        etcd_client, etcd_peer = free_port(), free_port()
+        self._spawn("etcd", [
+            self.bins["etcd"], "--name=local", f"--data-dir={self.run_dir / 'etcd-data'}",
+            f"--listen-client-urls=http://127.0.0.1:{etcd_client}",
+            f"--advertise-client-urls=http://127.0.0.1:{etcd_client}",
+            f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+            f"--initial-cluster=local=http://127.0.0.1:{etcd_peer}",
+            "--unsafe-no-fsync=true", "--quota-backend-bytes=8589934592", "--log-level=warn"])
+        self.state["etcd"] = f"http://127.0.0.1:{etcd_client}"
+        self._wait("etcd", lambda: self._http_ok(f"http://127.0.0.1:{etcd_client}/health"), timeout)
+
+        # kube-apiserver
+        audit_policy = self.run_dir / "audit-policy.yaml"
+        audit_policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+        audit_log = self.run_dir / "audit.log"
+        self.state["audit_log"] = str(audit_log)
+        self._spawn("kube-apiserver", [
+            self.bins["kube-apiserver"], f"--etcd-servers=http://127.0.0.1:{etcd_client}",
+            "--etcd-prefix=/registry", "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={api_port}", f"--tls-cert-file={apiserver_crt}",
+            f"--tls-private-key-file={apiserver_key}", f"--client-ca-file={ca}",
+            f"--service-account-key-file={sa_pub}", f"--service-account-signing-key-file={sa_key}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            "--authorization-mode=Node,RBAC", "--allow-privileged=true",
+            "--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
+            f"--audit-policy-file={audit_policy}", f"--audit-log-path={audit_log}",
+            "--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0",
+            "--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
+            "--profiling=false", "--v=0"])
+        self._wait("kube-apiserver", lambda: self._https_ok(f"{server}/readyz"), timeout)
+
+        # kube-controller-manager and kube-scheduler
+        kcm_port, sched_port = free_port(), free_port()
+        self._spawn("kube-controller-manager", [
+            self.bins["kube-controller-manager"], f"--kubeconfig={kcm_cfg}",
+            f"--authentication-kubeconfig={kcm_cfg}", f"--authorization-kubeconfig={kcm_cfg}",
+            f"--root-ca-file={ca}", f"--service-account-private-key-file={sa_key}",
+            "--use-service-account-credentials=true", "--leader-elect=false",
+            "--bind-address=127.0.0.1", f"--secure-port={kcm_port}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            "--controllers=*,-node-ipam-controller,-cloud-node-lifecycle-controller,"
+            "-service-lb-controller,-node-route-controller,-persistentvolume-binder-controller,"
+            "-persistentvolume-attach-detach-controller,-persistentvolume-expander-controller,-ephemeral-volume-controller,"
+            "-persistentvolumeclaim-protection-controller,-persistentvolume-protection-controller,"
+            "-taint-eviction-controller",
+            "--node-monitor-grace-period=120s",
+            "--concurrent-gc-syncs=20", "--kube-api-qps=200", "--kube-api-burst=400", "--v=0"])
+        self._spawn("kube-scheduler", [
+            self.bins["kube-scheduler"], f"--kubeconfig={sched_cfg}",
+            f"--authentication-kubeconfig={sched_cfg}", f"--authorization-kubeconfig={sched_cfg}",
+            "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={sched_port}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics", "--v=0"])
+        self._wait("kube-controller-manager",
+                   lambda: self._insecure_https_ok(f"https://127.0.0.1:{kcm_port}/healthz"), timeout)
+        self._wait("kube-scheduler",
+                   lambda: self._insecure_https_ok(f"https://127.0.0.1:{sched_port}/healthz"), timeout)
+
+        # kwok: simulated nodes (heartbeats) and pods (Running, ready)
+        kwok_port = free_port()
+        self._spawn("kwok", [
+            self.bins["kwok"], f"--kubeconfig={kwok_cfg}", "--manage-all-nodes=true",
+            "--cidr=10.244.0.0/16", "--node-ip=127.0.0.1",
+            f"--server-address=127.0.0.1:{kwok_port}"])
+        self._wait("kwok", lambda: self._http_ok(f"http://127.0.0.1:{kwok_port}/healthz"), timeout)
+
+        # the `default` ServiceAccount (admission needs it before pods can be created)
+        self._wait("kube-controller-manager", self._default_sa_exists, timeout)
+
+        # Calico release files on 127.0.0.1
+        source = mirror.source_dir(self.mirror_source)
+        mirror_port = free_port()
+        self._spawn("mirror", [sys.executable, "-m", "http.server", str(mirror_port), "--bind", "127.0.0.1",
+                               "--directory", str(source)])
+        url = f"http://127.0.0.1:{mirror_port}"
+        self.state.update({"mirror_url": url, "mirror_source": str(source)})
+        self._wait("mirror", lambda: self._http_ok(f"{url}/charts/index.yaml"), timeout)
+        self._save()
+
+    def _default_sa_exists(self) -> bool:
+        return self._https_ok(f"{self.state['server']}/api/v1/namespaces/default/serviceaccounts/default")
+
+    # -- stop --------------------------------------------------------------------------------------
+
+    def stop(self, remove_dir: bool = True) -> None:
+        pids = dict(self.state.get("pids") or {})
+        for name, proc in self.procs.items():
+            pids[name] = proc.pid
+        order = ["mirror", "kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
+        for name in sorted(pids, key=lambda n: order.index(n) if n in order else -1):
+            _terminate(pids[name], self.procs.get(name))
+        self.procs.clear()
+        self.state["pids"] = {}
+        if remove_dir:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        elif self.run_dir.exists():
+            self._save()
+
+    # -- accessors ---------------------------------------------------------------------------------
+
+    @property
+    def kubeconfig(self) -> str:
+        return self.state["kubeconfig"]
+
+    @property
+    def server(self) -> str:
+        return self.state["server"]
+
+    @property
+    def mirror_url(self) -> str:
+        return self.state["mirror_url"]
+
+    @property
+    def audit(self) -> AuditLog:
+        return AuditLog(Path(self.state["audit_log"]))
+
+    def env(self) -> dict:
+        bindirs = sorted({str(Path(p).parent) for p in self.state["bins"].values()})
+        return {
+            "KUBECONFIG": self.kubeconfig,
+            "K8S_AUTH_KUBECONFIG": self.kubeconfig,
+            "CALICO_OPS_MIRROR_URL": self.mirror_url,
+            "CALICO_OPS_CHART_REPO_URL": self.mirror_url + "/charts",
+            "PATH": os.pathsep.join(bindirs + [os.environ.get("PATH", "")]),
+        }
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours counts as gone
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _terminate(pid: int, proc: subprocess.Popen | None, grace: float = 10) -> None:
+    if not pid or not _alive(pid):
+        if proc is not None:
+            proc.poll()
+        return
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return
+        if proc is None and not _alive(pid):
+            return
+        time.sleep(0.1)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc is not None:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def api_request(cp: ControlPlane, method: str, path: str, body=None, content_type="application/json"):
+    """A small admin HTTPS client for the harness itself (node creation, readiness)."""
+    ctx = ssl.create_default_context(cafile=str(cp.run_dir / "pki" / "ca.crt"))
+    ctx.load_cert_chain(str(cp.run_dir / "pki" / "admin.crt"), str(cp.run_dir / "pki" / "admin.key"))
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(cp.server + path, data=data, method=method,
+                                 headers={"Content-Type": content_type, "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+            raw = resp.read()
+            return json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")
+        raise RuntimeError(f"{method} {path}: {exc.code} {detail}") from exc

@@ -1,0 +1,227 @@
+"""pytest fixtures: one real control plane per test run, a fresh namespace per test, ansible-playbook.
+
+Set ``LOCALCP_RUN_DIR`` (as ``make cluster-up`` / ``python -m localcp env`` prints) to reuse a running
+control plane instead of starting one for the session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from . import nodes as nodes_mod
+from .cluster import ControlPlane
+from .mirror import REPO_ROOT
+
+
+def collections_path() -> str:
+    """A collections path where ``calico_ops.lifecycle`` is this working tree."""
+    root = REPO_ROOT / ".build" / "collections"
+    link = root / "ansible_collections" / "calico_ops" / "lifecycle"
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            link.symlink_to(REPO_ROOT)
+        except FileExistsError:
+            pass
+    return str(root)
+
+
+class Cluster:
+    """What tests use of the control plane (see docs/development.md)."""
+
+    def __init__(self, cp: ControlPlane):
+        self.cp = cp
+        self._k8s = None
+
+    kubeconfig = property(lambda self: self.cp.kubeconfig)
+    server = property(lambda self: self.cp.server)
+    mirror_url = property(lambda self: self.cp.mirror_url)
+    chart_repo_url = property(lambda self: self.cp.mirror_url + "/charts")
+    audit = property(lambda self: self.cp.audit)
+    run_dir = property(lambda self: self.cp.run_dir)
+
+    @property
+    def env(self) -> dict:
+        env = dict(os.environ)
+        env.update(self.cp.env())
+        env["ANSIBLE_COLLECTIONS_PATH"] = collections_path()
+        return env
+
+    def bin(self, name: str) -> str:
+        return self.cp.state["bins"][name]
+
+    def kubectl(self, *args, input=None, check=True, timeout=300) -> subprocess.CompletedProcess:
+        proc = subprocess.run([self.bin("kubectl"), "--kubeconfig", self.kubeconfig, *args], input=input,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        return proc
+
+    def apply(self, source, server_side=True, namespace=None) -> subprocess.CompletedProcess:
+        """kubectl apply of a file path, URL or YAML text."""
+        args = ["apply"]
+        if server_side:
+            args += ["--server-side", "--force-conflicts", "--field-manager=test-setup"]
+        if namespace:
+            args += ["-n", namespace]
+        text = str(source)
+        if "\n" in text:
+            return self.kubectl(*args, "-f", "-", input=text)
+        return self.kubectl(*args, "-f", text)
+
+    @property
+    def k8s(self):
+        """kubernetes.dynamic.DynamicClient for assertions (independent of the code under test)."""
+        if self._k8s is None:
+            from kubernetes import config, dynamic
+            api = config.new_client_from_config(config_file=self.kubeconfig)
+            self._k8s = dynamic.DynamicClient(api)
+        return self._k8s
+
+    node_spec = staticmethod(nodes_mod.node_spec)
+
+    def add_nodes(self, specs: list, timeout: float = 300) -> list:
+        return nodes_mod.create_nodes(self.cp, specs, timeout=timeout)
+
+    def remove_nodes(self, names: list) -> None:
+        nodes_mod.delete_nodes(self.cp, names)
+
+    def wait_for(self, predicate, timeout: float = 60, interval: float = 0.5, what: str = "condition"):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            time.sleep(interval)
+
+
+@dataclass
+class PlaybookResult:
+    rc: int
+    stdout: str
+    stderr: str
+    data: dict = field(default_factory=dict)
+
+    @property
+    def stats(self) -> dict:
+        return self.data.get("stats", {})
+
+    def changed(self, host: str = "localhost") -> int:
+        return self.stats.get(host, {}).get("changed", 0)
+
+    def failed(self, host: str = "localhost") -> int:
+        return self.stats.get(host, {}).get("failures", 0)
+
+    @property
+    def tasks(self) -> list:
+        out = []
+        for play in self.data.get("plays", []):
+            for task in play.get("tasks", []):
+                for host, res in task.get("hosts", {}).items():
+                    out.append({"task": task["task"]["name"], "host": host, "result": res})
+        return out
+
+    def result_of(self, task_name: str, host: str = "localhost") -> dict:
+        for t in self.tasks:
+            if t["task"] == task_name and t["host"] == host:
+                return t["result"]
+        raise KeyError(f"no task named {task_name!r} in the play output")
+
+
+class Ansible:
+    def __init__(self, cluster: Cluster, workdir: Path):
+        self.cluster = cluster
+        self.workdir = workdir
+
+    def playbook(self, playbook, extra_vars: dict | None = None, check=False, diff=False, extra_args=(),
+                 callback="ansible.posix.json", timeout=900, env: dict | None = None,
+                 inventory: str | None = None) -> PlaybookResult:
+        text = str(playbook)
+        if "\n" in text:
+            path = self.workdir / f"play-{hashlib.sha1(text.encode()).hexdigest()[:10]}.yml"
+            path.write_text(text)
+        else:
+            path = Path(text)
+            if not path.is_absolute():
+                path = REPO_ROOT / path
+        cmd = [str(Path(sys.executable).parent / "ansible-playbook"), str(path)]
+        if inventory:
+            cmd += ["-i", inventory]
+        else:
+            cmd += ["-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}"]
+        if extra_vars:
+            vars_file = self.workdir / f"vars-{hashlib.sha1(json.dumps(extra_vars, sort_keys=True, default=str).encode()).hexdigest()[:10]}.json"
+            vars_file.write_text(json.dumps(extra_vars, default=str))
+            cmd += ["-e", f"@{vars_file}"]
+        if check:
+            cmd.append("--check")
+        if diff:
+            cmd.append("--diff")
+        cmd += list(extra_args)
+        run_env = self.cluster.env
+        run_env.update({"ANSIBLE_STDOUT_CALLBACK": callback, "ANSIBLE_NOCOLOR": "1",
+                        "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
+                        "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0"})
+        run_env.update(env or {})
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=run_env, timeout=timeout,
+                              cwd=str(REPO_ROOT), check=False)
+        data = {}
+        if callback.endswith("json"):
+            match = re.search(r"^\{.*\}\s*$", proc.stdout, re.S | re.M)
+            if match:
+                try:
+                    data = json.loads(match.group(0))
+                except ValueError:
+                    data = {}
+        return PlaybookResult(proc.returncode, proc.stdout, proc.stderr, data)
+
+
+_SESSION_CP = {}
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    run_dir = os.environ.get("LOCALCP_RUN_DIR")
+    if run_dir and Path(run_dir, "state.json").exists():
+        yield Cluster(ControlPlane.load(Path(run_dir)))
+        return
+    cp = ControlPlane(die_with_parent=True)
+    cp.start()
+    try:
+        yield Cluster(cp)
+    finally:
+        cp.stop(remove_dir=True)
+
+
+def _ns_name(nodeid: str) -> str:
+    base = re.sub(r"[^a-z0-9]+", "-", nodeid.split("::")[-1].lower()).strip("-")[:40].strip("-")
+    return f"t-{base}-{hashlib.sha1((nodeid + str(time.time())).encode()).hexdigest()[:6]}"
+
+
+@pytest.fixture
+def namespace(cluster, request):
+    name = _ns_name(request.node.nodeid)
+    cluster.kubectl("create", "namespace", name)
+    cluster.wait_for(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name,
+                                             check=False).returncode == 0,
+                     timeout=60, what=f"the default ServiceAccount in {name}")
+    yield name
+    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
+def ansible(cluster, tmp_path):
+    return Ansible(cluster, tmp_path)
