@@ -58,10 +58,8 @@ def main(argv=None) -> int:
         return build.main(["--operator"] if args.operator else [])
 
     if args.cmd == "up":
-        existing = _current(None)
-        if existing and existing.state.get("pids"):
-            log(f"a control plane already runs in {existing.run_dir}; `down` it first")
-            return 1
+        # several control planes may run at once (free ports, own run dirs); `down` without --dir stops
+        # the most recent one
         cp = ControlPlane(args.dir, die_with_parent=False)
         try:
             cp.start(default_specs(args.nodes), timeout=args.timeout)
