@@ -42,7 +42,13 @@ def source_dir(explicit: Path | None = None) -> Path:
     for c in candidates:
         if _complete(c):
             return c.resolve()
-    return download(cache_root() / "calico-releases")
+    try:
+        return download(cache_root() / "calico-releases")
+    except OSError as exc:
+        tried = ", ".join(str(c) for c in candidates)
+        raise RuntimeError(f"mirror: no Calico release files: none in {tried}, and downloading them from "
+                           f"{MANIFEST_URL} failed ({exc}); set CALICO_OPS_RELEASES_DIR to a folder laid out "
+                           "as <version>/manifests/<file> plus charts/") from exc
 
 
 def _fetch(url: str, dest: Path) -> None:
