@@ -135,9 +135,14 @@ class PlaybookResult:
         return out
 
     def result_of(self, task_name: str, host: str = "localhost") -> dict:
+        """The result of the (last) task with this name; role tasks match with or without the
+        ``<role> : `` prefix the JSON callback gives them."""
+        found = None
         for t in self.tasks:
-            if t["task"] == task_name and t["host"] == host:
-                return t["result"]
+            if t["host"] == host and (t["task"] == task_name or t["task"].endswith(" : " + task_name)):
+                found = t["result"]
+        if found is not None:
+            return found
         raise KeyError(f"no task named {task_name!r} in the play output")
 
 

@@ -1,0 +1,207 @@
+"""The preflight runner, through the real Client, against the in-memory API of fake_k8s (no cluster)."""
+
+from fake_k8s import FakeDynamic, client
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils import preflight_report
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import run_preflight
+
+UBUNTU = {"osImage": "Ubuntu 22.04.4 LTS", "kernelVersion": "5.15.0-105-generic", "architecture": "amd64",
+          "operatingSystem": "linux", "kubeletVersion": "v1.33.13"}
+
+
+def api(calico=None):
+    """Core and apps types; ``calico``: None, "crd" (crd.projectcalico.org/v1) or "v3" (both served)."""
+    dyn = FakeDynamic()
+    dyn.add_type("v1", "nodes", "Node", namespaced=False)
+    dyn.add_type("v1", "services", "Service")
+    dyn.add_type("v1", "pods", "Pod")
+    dyn.add_type("v1", "configmaps", "ConfigMap")
+    dyn.add_type("apps/v1", "daemonsets", "DaemonSet")
+    if calico:
+        for api_version in ["crd.projectcalico.org/v1"] + (["projectcalico.org/v3"] if calico == "v3" else []):
+            group = api_version.split("/")[0]
+            dyn.add_type(api_version, "felixconfigurations", "FelixConfiguration", namespaced=False,
+                         storage="%s/felix" % group)
+            dyn.add_type(api_version, "networkpolicies", "NetworkPolicy", storage="%s/np" % group)
+            dyn.add_type(api_version, "globalnetworkpolicies", "GlobalNetworkPolicy", namespaced=False,
+                         storage="%s/gnp" % group)
+            dyn.add_type(api_version, "stagednetworkpolicies", "StagedNetworkPolicy", storage="%s/snp" % group)
+            dyn.add_type(api_version, "stagedglobalnetworkpolicies", "StagedGlobalNetworkPolicy",
+                         namespaced=False, storage="%s/sgnp" % group)
+    return dyn
+
+
+def add_node(dyn, name, labels=None, **info):
+    node_info = dict(UBUNTU, **info)
+    dyn.put("v1", "nodes", {"metadata": {"name": name, "labels": dict(labels or {})},
+                            "status": {"nodeInfo": node_info}})
+
+
+def reads_of(dyn):
+    return [(m, p) for m, p, _q in dyn.log]
+
+
+def test_all_good_cluster_without_calico_is_eligible_and_read_only():
+    dyn = api()
+    for i in range(3):
+        add_node(dyn, "node-%d" % i)
+    result = run_preflight(client(dyn))
+    assert result["eligible"] is True and result["verdict"] == "ok"
+    assert set(result["nodes"]) == {"node-0", "node-1", "node-2"}
+    assert result["nodes"]["node-1"]["checks"]["os_kernel"]["verdict"] == "ok"
+    assert result["checks"]["policy_log_action"]["verdict"] == "ok"
+    assert result["checks"]["policy_log_action"]["reason"].startswith("not installed")
+    assert result["checks"]["floating_ips"]["verdict"] == "ok"
+    assert result["checks"]["kube_proxy_mode"]["reason"].startswith("kube-proxy not found")
+    assert result["platform"]["name"] == "generic" and result["platform"]["source"] == "detected"
+    assert result["calico"]["installed"] is False
+    assert dyn.writes() == []
+    assert result["api_requests"]["write"] == 0
+    # one LIST of nodes, not one request per node
+    assert reads_of(dyn).count(("GET", "/api/v1/nodes")) == 1
+    assert not any(p.startswith("/api/v1/nodes/") for _m, p in reads_of(dyn))
+
+
+def test_request_count_does_not_grow_with_nodes_except_pagination():
+    small, big = api("crd"), api("crd")
+    for i in range(3):
+        add_node(small, "n-%d" % i)
+    for i in range(1200):
+        add_node(big, "n-%d" % i)
+    r_small = run_preflight(client(small), page_size=500)
+    r_big = run_preflight(client(big), page_size=500)
+    assert len(r_big["nodes"]) == 1200
+    assert r_big["api_requests"]["read"] - r_small["api_requests"]["read"] == 2  # 3 pages instead of 1
+    assert r_small["api_requests"]["read"] <= 15
+
+
+def test_every_feature_check_names_its_objects():
+    dyn = api("crd")
+    add_node(dyn, "node-1")
+    dyn.put("v1", "services", {"metadata": {"name": "sctp-echo", "namespace": "app"},
+                               "spec": {"ports": [{"port": 9, "protocol": "SCTP"}]}})
+    dyn.put("v1", "services", {"metadata": {"name": "web", "namespace": "app",
+                                            "annotations": {"projectcalico.org/l7-logging": "true"}},
+                               "spec": {"ports": [{"port": 80, "protocol": "TCP"}]}})
+    dyn.put("v1", "pods", {"metadata": {"name": "fip", "namespace": "app",
+                                        "annotations": {"cni.projectcalico.org/floatingIPs": '["1.2.3.4"]'}}})
+    dyn.put("crd.projectcalico.org/v1", "globalnetworkpolicies",
+            {"metadata": {"name": "default.log-all"}, "spec": {"ingress": [{"action": "Log"}, {"action": "Allow"}]}})
+    dyn.put("crd.projectcalico.org/v1", "networkpolicies",
+            {"metadata": {"name": "default.quiet", "namespace": "app"}, "spec": {"ingress": [{"action": "Allow"}]}})
+    dyn.put("crd.projectcalico.org/v1", "stagednetworkpolicies",
+            {"metadata": {"name": "default.staged-log", "namespace": "app"}, "spec": {"egress": [{"action": "Log"}]}})
+    dyn.put("crd.projectcalico.org/v1", "felixconfigurations",
+            {"metadata": {"name": "default"}, "spec": {"floatingIPs": "Enabled",
+                                                       "policySyncPathPrefix": "/var/run/nodeagent"}})
+    dyn.add_type("operator.tigera.io/v1", "applicationlayers", "ApplicationLayer", namespaced=False)
+    dyn.put("operator.tigera.io/v1", "applicationlayers",
+            {"metadata": {"name": "tigera-secure"}, "spec": {"webApplicationFirewall": "Enabled"}})
+    dyn.put("v1", "configmaps", {"metadata": {"name": "kube-proxy", "namespace": "kube-system"},
+                                 "data": {"config.conf": "kind: KubeProxyConfiguration\nmode: ipvs\n"}})
+    result = run_preflight(client(dyn))
+    checks = result["checks"]
+    assert result["eligible"] is False
+    assert checks["sctp_services"]["objects"] == ["Service/app/sctp-echo"]
+    assert checks["policy_log_action"]["objects"] == ["GlobalNetworkPolicy/default.log-all",
+                                                      "StagedNetworkPolicy/app/default.staged-log"]
+    assert checks["policy_log_action"]["count"] == 2
+    assert checks["floating_ips"]["objects"] == ["FelixConfiguration/default", "Pod/app/fip"]
+    assert checks["application_layer_policy"]["objects"] == ["FelixConfiguration/default"]
+    assert checks["web_application_firewall"]["objects"] == ["ApplicationLayer/tigera-secure"]
+    assert checks["l7_logs"]["objects"] == ["Service/app/web"]
+    assert checks["kube_proxy_mode"]["verdict"] == "fail"
+    assert result["kube_proxy"]["source"] == "ConfigMap kube-system/kube-proxy config.conf"
+    for name in ("sctp_services", "policy_log_action", "floating_ips", "application_layer_policy",
+                 "web_application_firewall", "l7_logs", "kube_proxy_mode"):
+        assert checks[name]["verdict"] == "fail", name
+        assert any(line.startswith(name + ": ") for line in result["summary"]["failing"]), name
+    assert dyn.writes() == []
+
+
+def test_projectcalico_v3_is_read_when_served():
+    dyn = api("v3")
+    add_node(dyn, "node-1")
+    dyn.put("projectcalico.org/v3", "globalnetworkpolicies",
+            {"metadata": {"name": "log-all"}, "spec": {"ingress": [{"action": "Log"}]}})
+    result = run_preflight(client(dyn))
+    assert result["calico"]["api_version"] == "projectcalico.org/v3"
+    assert result["checks"]["policy_log_action"]["objects"] == ["GlobalNetworkPolicy/log-all"]
+    assert not any("crd.projectcalico.org" in p for _m, p in reads_of(dyn))
+
+
+def test_immutable_nodes_read_the_cgroup_path_of_felix_default():
+    dyn = api("crd")
+    add_node(dyn, "talos-1", osImage="Talos (v1.6.4)", kernelVersion="6.1.74-talos")
+    assert run_preflight(client(dyn))["nodes"]["talos-1"]["checks"]["immutable_os"]["verdict"] == "warn"
+    dyn.put("crd.projectcalico.org/v1", "felixconfigurations",
+            {"metadata": {"name": "default"}, "spec": {"cgroupV2Path": "/sys/fs/cgroup"}})
+    result = run_preflight(client(dyn))
+    assert result["nodes"]["talos-1"]["checks"]["immutable_os"]["verdict"] == "ok"
+    assert result["calico"]["cgroup_v2_path"] == "/sys/fs/cgroup"
+
+
+def test_a_forbidden_list_warns_instead_of_failing_the_run():
+    dyn = api()
+    add_node(dyn, "node-1")
+    dyn.list_failing["v1/pods"] = (403, "Forbidden")
+    result = run_preflight(client(dyn))
+    assert result["checks"]["floating_ips"]["verdict"] == "warn"
+    assert "could not read Pods" in result["checks"]["floating_ips"]["reason"]
+    assert "403" in result["read_errors"]["pods"]
+
+
+def test_platform_override_and_ignore():
+    dyn = api()
+    add_node(dyn, "gke-1", labels={"cloud.google.com/gke-nodepool": "p"})
+    add_node(dyn, "z-1", architecture="s390x")
+    detected = run_preflight(client(dyn))
+    assert detected["platform"]["name"] == "gke"
+    assert detected["checks"]["platform"]["verdict"] == "fail"
+    assert detected["nodes"]["z-1"]["checks"]["architecture"]["verdict"] == "fail"
+    overridden = run_preflight(client(dyn), platform="kubeadm", ignore=["architecture"])
+    assert overridden["platform"]["name"] == "kubeadm" and overridden["platform"]["source"] == "override"
+    assert overridden["platform"]["detected"]["name"] == "gke"
+    assert overridden["checks"]["platform"]["verdict"] == "ok"
+    arch = overridden["nodes"]["z-1"]["checks"]["architecture"]
+    assert arch["verdict"] == "warn" and arch["ignored"] is True
+    assert overridden["eligible"] is True
+    assert overridden["summary"]["ignored"] == ["architecture"]
+
+
+def test_kube_proxy_flag_in_the_daemonset():
+    dyn = api()
+    add_node(dyn, "node-1")
+    dyn.put("apps/v1", "daemonsets", {"metadata": {"name": "kube-proxy", "namespace": "kube-system"},
+                                      "spec": {"template": {"spec": {"containers": [
+                                          {"name": "kube-proxy", "command": ["kube-proxy", "--proxy-mode=ipvs"]}]}}}})
+    result = run_preflight(client(dyn))
+    assert result["checks"]["kube_proxy_mode"]["verdict"] == "fail"
+    assert result["kube_proxy"]["source"] == "DaemonSet kube-system/kube-proxy --proxy-mode"
+
+
+def test_report_merges_hosts_and_renders():
+    dyn = api()
+    add_node(dyn, "node-1")
+    cluster = run_preflight(client(dyn))
+    cluster.update(changed=False, invocation={"module_args": {}})
+    host_ok = {"ansible_loop_var": "_preflight_host", "_preflight_host": "h1", "verdict": "ok",
+               "checks": {"bpffs": {"verdict": "ok", "reason": "bpffs mounted at /sys/fs/bpf"}},
+               "facts": {"os_image": "Ubuntu 22.04.4 LTS"}}
+    host_down = {"ansible_loop_var": "_preflight_host", "_preflight_host": "h2", "unreachable": True,
+                 "msg": "ssh: connect to host h2 port 22: Connection refused"}
+    report = preflight_report.merge(cluster, [host_ok, host_down], [])
+    assert "invocation" not in report and "changed" not in report
+    assert report["hosts"]["h1"]["verdict"] == "ok"
+    assert report["hosts"]["h2"]["checks"]["host_facts"]["verdict"] == "fail"
+    assert report["eligible"] is False
+    assert report["summary"]["failing"] == [
+        "host h2: host_facts: unreachable: ssh: connect to host h2 port 22: Connection refused"]
+    ignored = preflight_report.merge(cluster, [host_down], ["host_facts"])
+    assert ignored["eligible"] is True
+    md = preflight_report.to_markdown(report)
+    assert md.startswith("# Calico eBPF preflight: NOT eligible")
+    assert "| h2 | fail |" in md and "| node-1 | ok |" in md
+    lines = preflight_report.table_lines(report)
+    assert lines[0].startswith("eBPF preflight: NOT ELIGIBLE (fail)")
+    assert any(line.startswith("host_facts") and "host h2: unreachable" in line for line in lines)
