@@ -13,6 +13,8 @@ import urllib.request
 import pytest
 import yaml
 
+from localcp.fixtures import Ansible
+
 pytestmark = pytest.mark.integration
 
 PLAY = """
@@ -181,9 +183,8 @@ def test_bottlerocket_eks_needs_flex_volume_path_and_cgroup_path(cluster, ansibl
 
 # -- cluster-wide features ------------------------------------------------------------------------
 
-def test_ipvs_kube_proxy_fails_kube_proxy_mode(cluster, ansible):
-    if cluster.kubectl("get", "configmap", "kube-proxy", "-n", "kube-system", check=False).returncode == 0:
-        pytest.skip("a kube-proxy ConfigMap already exists in this control plane")
+def test_ipvs_kube_proxy_fails_kube_proxy_mode(pristine_cluster, tmp_path):
+    cluster, ansible = pristine_cluster, Ansible(pristine_cluster, tmp_path)
     conf = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nipvs:\n  strictARP: true\nmode: ipvs\n"
     cluster.kubectl("create", "configmap", "kube-proxy", "-n", "kube-system", "--from-literal=config.conf=" + conf)
     try:
@@ -233,9 +234,9 @@ def _crd_exists(cluster, plural):
     return cluster.kubectl("get", "crd", "%s.crd.projectcalico.org" % plural, check=False).returncode == 0
 
 
-def test_calico_checks_pass_as_not_installed_without_the_crds(cluster, ansible):
-    if any(_crd_exists(cluster, p) for p in CALICO_POLICY_CRDS):
-        pytest.skip("Calico CRDs are installed in this control plane already")
+def test_calico_checks_pass_as_not_installed_without_the_crds(pristine_cluster, tmp_path):
+    cluster, ansible = pristine_cluster, Ansible(pristine_cluster, tmp_path)
+    assert not any(_crd_exists(cluster, p) for p in CALICO_POLICY_CRDS)
     result = preflight(ansible)
     check = result["checks"]["policy_log_action"]
     assert check["verdict"] == "ok"
@@ -243,20 +244,26 @@ def test_calico_checks_pass_as_not_installed_without_the_crds(cluster, ansible):
     assert result["calico"]["installed"] is False
 
 
-@pytest.fixture(scope="module")
-def calico_crds(cluster):
-    """The crd.projectcalico.org CRDs of Calico v3.31.4's calico.yaml (server-side applied, once for this file);
-    the ones this fixture created are deleted, and waited for, afterwards."""
+def apply_calico_crds(cluster):
+    """Server-side apply the crd.projectcalico.org CRDs of Calico v3.31.4's calico.yaml; return their names."""
     with urllib.request.urlopen(cluster.mirror_url + "/v3.31.4/manifests/calico.yaml", timeout=60) as resp:
         docs = [d for d in yaml.safe_load_all(resp.read()) if d and d.get("kind") == "CustomResourceDefinition"
                 and d["spec"]["group"] == "crd.projectcalico.org"]
     assert len(docs) > 15
-    names = [d["metadata"]["name"] for d in docs]
-    existing = set(cluster.kubectl("get", "crd", "-o", "name").stdout.split())
-    created = [n for n in names if "customresourcedefinition.apiextensions.k8s.io/" + n not in existing]
     cluster.apply(yaml.safe_dump_all(docs))
+    names = [d["metadata"]["name"] for d in docs]
     for name in names:
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/" + name)
+    return names
+
+
+@pytest.fixture(scope="module")
+def calico_crds(cluster):
+    """The crd.projectcalico.org CRDs of Calico v3.31.4's calico.yaml (server-side applied, once for this file);
+    the ones this fixture created are deleted, and waited for, afterwards."""
+    existing = set(cluster.kubectl("get", "crd", "-o", "name").stdout.split())
+    names = apply_calico_crds(cluster)
+    created = [n for n in names if "customresourcedefinition.apiextensions.k8s.io/" + n not in existing]
     yield names
     if created:
         cluster.kubectl("delete", "crd", "--wait=false", *created)
@@ -289,12 +296,12 @@ def test_calico_policy_with_log_fails_policy_log_action(cluster, ansible, namesp
                                 "cgroup_v2_path": None, "felix_configurations": []}
 
 
-def test_felix_cgroup_path_clears_the_immutable_warning(cluster, ansible, calico_crds):
+def test_felix_cgroup_path_clears_the_immutable_warning(pristine_cluster, tmp_path):
+    cluster, ansible = pristine_cluster, Ansible(pristine_cluster, tmp_path)
+    apply_calico_crds(cluster)
     spec = cluster.node_spec("pf-talos", osImage="Talos (v1.6.4)", kernelVersion="6.1.74-talos")
     felix = {"apiVersion": "crd.projectcalico.org/v1", "kind": "FelixConfiguration",
              "metadata": {"name": "default"}, "spec": {"cgroupV2Path": "/sys/fs/cgroup"}}
-    if cluster.kubectl("get", "felixconfigurations.crd.projectcalico.org", "default", check=False).returncode == 0:
-        pytest.skip("FelixConfiguration default exists already")
     with temporary_nodes(cluster, spec):
         before = preflight(ansible)
         cluster.apply(yaml.safe_dump(felix))

@@ -211,6 +211,18 @@ def cluster():
         cp.stop(remove_dir=True)
 
 
+@pytest.fixture
+def pristine_cluster():
+    """A control plane of the test's own, for a test that needs a cluster no other test has touched (no
+    Calico CRDs, no kube-proxy objects). About five seconds to start; stopped after the test."""
+    cp = ControlPlane(die_with_parent=True)
+    cp.start()
+    try:
+        yield Cluster(cp)
+    finally:
+        cp.stop(remove_dir=True)
+
+
 def _ns_name(nodeid: str) -> str:
     base = re.sub(r"[^a-z0-9]+", "-", nodeid.split("::")[-1].lower()).strip("-")[:40].strip("-")
     return f"t-{base}-{hashlib.sha1((nodeid + str(time.time())).encode()).hexdigest()[:6]}"

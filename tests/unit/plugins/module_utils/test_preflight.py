@@ -19,7 +19,7 @@ def api(calico=None):
     dyn.add_type("apps/v1", "daemonsets", "DaemonSet")
     if calico:
         for api_version in ["crd.projectcalico.org/v1"] + (["projectcalico.org/v3"] if calico == "v3" else []):
-            group = api_version.split("/")[0]
+            group = api_version.split("/", maxsplit=1)[0]
             dyn.add_type(api_version, "felixconfigurations", "FelixConfiguration", namespaced=False,
                          storage="%s/felix" % group)
             dyn.add_type(api_version, "networkpolicies", "NetworkPolicy", storage="%s/np" % group)
