@@ -289,6 +289,9 @@ class ControlPlane:
         self._spawn("kwok", [
             self.bins["kwok"], f"--kubeconfig={kwok_cfg}", "--manage-all-nodes=true",
             "--cidr=10.244.0.0/16", "--node-ip=127.0.0.1",
+            # node leases as heartbeats: without them kwok's node status updates (every ~125s) exceed the
+            # 120s grace period, nodes flap NotReady and the node lifecycle controller marks their pods NotReady
+            "--node-lease-duration-seconds=40",
             f"--server-address=127.0.0.1:{kwok_port}"])
         self._wait("kwok", lambda: self._http_ok(f"http://127.0.0.1:{kwok_port}/healthz"), timeout)
 

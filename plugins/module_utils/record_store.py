@@ -1,0 +1,384 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One job: keep a durable record of the steps of a long, destructive job, in two places.
+
+A record is a set of *entries*, each under a stable key chosen by the job, each with a ``done`` flag.
+It is kept
+
+* in the cluster, as one or more ConfigMaps in a namespace the user chooses: ``<name>`` (chunk 0),
+  ``<name>-1``, ``<name>-2``, ... each holding the JSON of a share of the entries under the data key
+  ``record.json`` and labelled ``lifecycle.calico-ops.io/record``. A chunk holds at most ~900 KiB, well
+  under the 1 MiB ConfigMap limit. Every update is a PUT guarded by the resourceVersion that was read: a
+  concurrent writer makes it fail with 409, and the store then re-reads, merges and tries again;
+* in a JSON file, written atomically (temporary file in the same directory, fsync, ``os.replace``, fsync
+  of the directory). The path is on the host that runs the module; this collection's playbooks run
+  against ``localhost`` with ``connection: local``, so that is the Ansible controller.
+
+``load()`` reads both and merges them entry by entry: the more advanced state wins (``done`` beats not
+done, then the higher ``revision``, which ``update()`` raises by one each time). A job can therefore
+resume from either copy alone (a deleted ConfigMap, a lost controller).
+
+``save()`` writes the ConfigMaps first and the file second; a job that must record *before* it acts calls
+``save()`` and acts only when it returned. Entries never move to a lower chunk and chunks are written from
+the highest index down, so a crash between two chunk writes can duplicate an entry (merged away on load)
+but never lose one.
+
+A client in check mode cannot write, and ``save()`` refuses at once in check mode (nothing is written to
+the file either).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
+
+FORMAT = 1
+DATA_KEY = "record.json"
+RECORD_LABEL = "lifecycle.calico-ops.io/record"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "calico-ops"}
+# a ConfigMap may hold 1 MiB; leave room for metadata and for entries growing when they are marked done
+CHUNK_BYTES = 900 * 1024
+SAVE_RETRIES = 8
+
+
+class RecordStoreError(Exception):
+    """The record could not be read or written; nothing that depends on it may go on."""
+
+
+def utc_now():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def label_value(name):
+    """A valid label value naming the record (names longer than 63 characters are shortened + hashed)."""
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:10]
+    return re.sub(r"[^A-Za-z0-9]+$", "", name[:52]) + "-" + digest
+
+
+def _dumps(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def more_advanced(a, b):
+    """The entry of two copies that is further along: done beats not done, then the higher revision.
+
+    On a tie the first one is kept.
+    """
+    if bool(a.get("done")) != bool(b.get("done")):
+        return a if a.get("done") else b
+    if int(b.get("revision") or 0) > int(a.get("revision") or 0):
+        return b
+    return a
+
+
+class RecordStore(object):
+    """The entries of one job's record, loaded from and saved to a ConfigMap set and a file."""
+
+    def __init__(self, client, namespace, name, path, job, cluster_id=None, chunk_bytes=CHUNK_BYTES,
+                 merge=more_advanced):
+        if not namespace or not name or not path:
+            raise RecordStoreError("a record needs a namespace, a ConfigMap name and a file path")
+        self.client = client
+        self.namespace = namespace
+        self.name = name
+        self.path = os.path.abspath(os.path.expanduser(path))
+        self.job = job
+        self.cluster_id = cluster_id
+        self.chunk_bytes = chunk_bytes
+        self.merge = merge
+        self.entries = {}
+        self.meta = {}
+        self.loaded_from = {"configmaps": 0, "file": False}
+        self._chunk_of = {}      # key -> chunk index where the cluster copy holds it
+        self._chunks = {}        # index -> {"rv": resourceVersion, "text": persisted data}
+        self._file_text = None   # what the file holds (None: unknown / absent)
+
+    # -- names ---------------------------------------------------------------------------------------
+
+    def chunk_name(self, index):
+        return self.name if index == 0 else "%s-%d" % (self.name, index)
+
+    @property
+    def configmaps(self):
+        return [self.chunk_name(i) for i in sorted(self._chunks)]
+
+    def describe(self):
+        done = sum(1 for e in self.entries.values() if e.get("done"))
+        return {"namespace": self.namespace, "name": self.name, "configmaps": self.configmaps,
+                "path": self.path, "entries": len(self.entries), "done": done,
+                "pending": len(self.entries) - done}
+
+    # -- entries -------------------------------------------------------------------------------------
+
+    def get(self, key):
+        return self.entries.get(key)
+
+    def add(self, key, entry):
+        """Add an entry (not done) unless the key is already recorded; True when it was added."""
+        if key in self.entries:
+            return False
+        entry = dict(entry)
+        entry.setdefault("done", False)
+        entry.setdefault("revision", 1)
+        entry.setdefault("recorded_at", utc_now())
+        self.entries[key] = entry
+        return True
+
+    def update(self, key, **fields):
+        entry = dict(self.entries[key])
+        entry.update(fields)
+        entry["revision"] = int(entry.get("revision") or 0) + 1
+        self.entries[key] = entry
+        return entry
+
+    def mark_done(self, key, **fields):
+        fields["done"] = True
+        fields.setdefault("done_at", utc_now())
+        return self.update(key, **fields)
+
+    def chunk_of(self, key):
+        """The ConfigMap chunk holding ``key`` in the cluster copy (new keys: the last one)."""
+        if key in self._chunk_of:
+            return self._chunk_of[key]
+        return max(self._chunk_of.values()) if self._chunk_of else 0
+
+    def pending(self):
+        return sorted(k for k, e in self.entries.items() if not e.get("done"))
+
+    # -- loading -------------------------------------------------------------------------------------
+
+    def _merge_in(self, entries, chunk=None):
+        for key, entry in (entries or {}).items():
+            if not isinstance(entry, dict):
+                continue
+            mine = self.entries.get(key)
+            self.entries[key] = entry if mine is None else self.merge(mine, entry)
+            if chunk is not None and (key not in self._chunk_of or chunk < self._chunk_of[key]):
+                self._chunk_of[key] = chunk
+
+    def _check_cluster(self, doc, where):
+        theirs = doc.get("cluster")
+        if self.cluster_id and theirs and theirs != self.cluster_id:
+            raise RecordStoreError(
+                "%s belongs to another cluster (cluster id %s, this cluster is %s): refusing to mix records; "
+                "choose another record path/name" % (where, theirs, self.cluster_id))
+
+    def _read_configmaps(self):
+        try:
+            items = self.client.list("v1", "configmaps", namespace=self.namespace,
+                                     label_selector="%s=%s" % (RECORD_LABEL, label_value(self.name)))
+        except ClientError as exc:
+            if exc.status == 404:
+                return []
+            raise RecordStoreError("cannot read the record ConfigMaps in namespace %s: %s"
+                                   % (self.namespace, exc))
+        out = []
+        for cm in items:
+            text = (cm.get("data") or {}).get(DATA_KEY)
+            meta = cm.get("metadata") or {}
+            try:
+                doc = json.loads(text) if text else None
+            except ValueError:
+                raise RecordStoreError("ConfigMap %s/%s: %s is not valid JSON"
+                                       % (self.namespace, meta.get("name"), DATA_KEY))
+            if not isinstance(doc, dict) or doc.get("record") != self.name:
+                continue
+            index = int(doc.get("chunk") or 0)
+            if meta.get("name") != self.chunk_name(index):
+                continue
+            out.append((index, meta.get("resourceVersion"), text, doc))
+        return out
+
+    def _read_file(self):
+        try:
+            with open(self.path, "r") as handle:
+                text = handle.read()
+        except IOError as exc:
+            if exc.errno == errno.ENOENT:
+                return None, None
+            raise RecordStoreError("cannot read the record file %s: %s" % (self.path, exc))
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            raise RecordStoreError("the record file %s is not valid JSON" % self.path)
+        if not isinstance(doc, dict) or doc.get("record") != self.name:
+            raise RecordStoreError("the file %s does not hold the record %r" % (self.path, self.name))
+        return text, doc
+
+    def load(self):
+        """Read both copies and merge them; return the entries (key -> entry)."""
+        self.entries = {}
+        self._chunk_of = {}
+        self._chunks = {}
+        meta = {}
+        chunks = self._read_configmaps()
+        for index, rv, text, doc in sorted(chunks, key=lambda c: c[0]):
+            self._check_cluster(doc, "ConfigMap %s/%s" % (self.namespace, self.chunk_name(index)))
+            self._chunks[index] = {"rv": rv, "text": text}
+            if index == 0:
+                meta.update(doc.get("meta") or {})
+            self._merge_in(doc.get("entries"), chunk=index)
+        text, doc = self._read_file()
+        self._file_text = text
+        if doc is not None:
+            self._check_cluster(doc, "the record file %s" % self.path)
+            for key, value in (doc.get("meta") or {}).items():
+                meta.setdefault(key, value)
+            self._merge_in(doc.get("entries"))
+        self.loaded_from = {"configmaps": len(chunks), "file": doc is not None}
+        self.meta = meta
+        return self.entries
+
+    # -- saving --------------------------------------------------------------------------------------
+
+    def _layout(self):
+        """chunk index -> sorted keys. Known keys stay in their chunk, new ones go to the last chunk, and
+        a chunk over the size limit passes its last keys on to the next one (entries only move up)."""
+        if not self.entries:
+            return {}
+        last = max(self._chunk_of.values()) if self._chunk_of else 0
+        layout = {}
+        for key in sorted(self.entries):
+            layout.setdefault(self._chunk_of.get(key, last), []).append(key)
+        sizes = dict((k, len(_dumps(k)) + len(_dumps(e)) + 2) for k, e in self.entries.items())
+        budget = self.chunk_bytes - 1024  # the wrapper document, metadata
+        index = 0
+        while index <= max(layout):
+            keys = layout.get(index, [])
+            total = sum(sizes[k] for k in keys)
+            moved = []
+            while len(keys) > 1 and total > budget:
+                key = keys.pop()
+                total -= sizes[key]
+                moved.insert(0, key)
+            if moved:
+                layout[index + 1] = sorted(moved + layout.get(index + 1, []))
+            layout[index] = keys
+            index += 1
+        return layout
+
+    def _chunk_doc(self, index, keys):
+        doc = {"format": FORMAT, "record": self.name, "job": self.job, "chunk": index,
+               "entries": dict((k, self.entries[k]) for k in keys)}
+        if self.cluster_id:
+            doc["cluster"] = self.cluster_id
+        if index == 0:
+            doc["meta"] = self.meta
+        return doc
+
+    def _configmap(self, index, text, rv=None):
+        labels = dict(MANAGED_BY)
+        labels[RECORD_LABEL] = label_value(self.name)
+        metadata = {"name": self.chunk_name(index), "namespace": self.namespace, "labels": labels,
+                    "annotations": {"lifecycle.calico-ops.io/job": self.job}}
+        if rv:
+            metadata["resourceVersion"] = rv
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {DATA_KEY: text}}
+
+    def _refresh_after_conflict(self):
+        """Someone else wrote the record: merge their copy into ours (more advanced wins) and go again."""
+        mine = self.entries
+        self.entries = {}
+        self._chunk_of = {}
+        self._chunks = {}
+        for index, rv, text, doc in sorted(self._read_configmaps(), key=lambda c: c[0]):
+            self._chunks[index] = {"rv": rv, "text": text}
+            self._merge_in(doc.get("entries"), chunk=index)
+        self._merge_in(mine)
+
+    def _save_configmaps(self):
+        for _attempt in range(SAVE_RETRIES):
+            layout = self._layout()
+            try:
+                for index in sorted(layout, reverse=True):
+                    keys = layout[index]
+                    known = self._chunks.get(index)
+                    if not keys and known is None:
+                        continue
+                    text = _dumps(self._chunk_doc(index, keys))
+                    if known is not None and known["text"] == text:
+                        continue
+                    if known is None:
+                        result = self.client.create("v1", "configmaps", self._configmap(index, text),
+                                                    namespace=self.namespace)
+                    else:
+                        result = self.client.replace("v1", "configmaps",
+                                                     self._configmap(index, text, known["rv"]),
+                                                     namespace=self.namespace)
+                    self._chunks[index] = {"rv": ((result or {}).get("metadata") or {}).get("resourceVersion"),
+                                           "text": text}
+                    for key in keys:
+                        self._chunk_of[key] = index
+                return
+            except ClientError as exc:
+                if exc.status != 409:
+                    raise RecordStoreError("cannot write the record ConfigMap in namespace %s: %s"
+                                           % (self.namespace, exc))
+                self._refresh_after_conflict()
+        raise RecordStoreError("the record ConfigMaps %s/%s kept changing under us (%d conflicts)"
+                               % (self.namespace, self.name, SAVE_RETRIES))
+
+    def _save_file(self):
+        doc = {"format": FORMAT, "record": self.name, "job": self.job, "meta": self.meta,
+               "entries": self.entries}
+        if self.cluster_id:
+            doc["cluster"] = self.cluster_id
+        text = json.dumps(doc, sort_keys=True, indent=1)
+        if text == self._file_text:
+            return
+        atomic_write(self.path, text)
+        self._file_text = text
+
+    def save(self):
+        """Persist the entries: ConfigMaps first, then the file. Raises RecordStoreError."""
+        if getattr(self.client, "check_mode", False):
+            raise RecordStoreError("check mode: the record is not written")
+        self.meta.setdefault("created", utc_now())
+        self._save_configmaps()
+        try:
+            self._save_file()
+        except (IOError, OSError) as exc:
+            raise RecordStoreError("cannot write the record file %s: %s" % (self.path, exc))
+
+
+def atomic_write(path, text):
+    """Write ``text`` to ``path`` so that a reader sees the old or the new content, never a mix."""
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

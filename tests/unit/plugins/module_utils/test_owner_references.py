@@ -1,0 +1,433 @@
+"""owner_references.Runner against the in-memory API (the real Client, a fake transport)."""
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils import owner_references as orefs
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references import (
+    OwnerReferencesError, Runner, entry_key, run)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import RecordStore
+
+from fake_k8s import client, standard_api
+
+CALICO = "projectcalico.org/v3"
+
+
+class Killed(BaseException):
+    """The module's process dies here."""
+
+
+def ref(owner, controller=None, block=None):
+    out = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+           "uid": owner["metadata"]["uid"]}
+    if controller is not None:
+        out["controller"] = controller
+    if block is not None:
+        out["blockOwnerDeletion"] = block
+    return out
+
+
+class World(object):
+    """Owners (Calico NetworkPolicy + GlobalNetworkPolicy, a non-Calico Deployment) and their dependents."""
+
+    def __init__(self):
+        self.dyn = dyn = standard_api()
+        self.np = dyn.put(CALICO, "networkpolicies", {"apiVersion": CALICO, "kind": "NetworkPolicy",
+                                                      "metadata": {"name": "np1", "namespace": "a"}})
+        self.np_b = dyn.put(CALICO, "networkpolicies", {"apiVersion": CALICO, "kind": "NetworkPolicy",
+                                                        "metadata": {"name": "np1", "namespace": "b"}})
+        self.gnp = dyn.put(CALICO, "globalnetworkpolicies", {"apiVersion": CALICO, "kind": "GlobalNetworkPolicy",
+                                                             "metadata": {"name": "gnp1"}})
+        self.other = dyn.put("apps/v1", "deployments", {"metadata": {"name": "keeper", "namespace": "a"}})
+        self.other["apiVersion"], self.other["kind"] = "apps/v1", "Deployment"
+        self.other_ref = ref(self.other, controller=False)
+        self.dependents = {
+            ("v1", "configmaps", "a", "cm1"): [ref(self.np, controller=True, block=True)],
+            ("v1", "configmaps", "a", "cm2"): [self.other_ref, ref(self.np)],
+            ("v1", "secrets", "b", "s1"): [ref(self.np_b), ref(self.gnp)],
+            ("apps/v1", "deployments", "a", "d1"): [ref(self.gnp, block=True)],
+            ("example.com/v1", "widgets", "b", "w1"): [ref(self.np_b, controller=True)],
+            ("v1", "namespaces", None, "c"): [ref(self.gnp)],
+        }
+        for (av, plural, ns, name), refs in self.dependents.items():
+            meta = {"name": name, "ownerReferences": refs}
+            if ns:
+                meta["namespace"] = ns
+            dyn.put(av, plural, {"metadata": meta})
+        dyn.put("v1", "configmaps", {"metadata": {"name": "plain", "namespace": "a"}})
+        dyn.put("v1", "events", {"metadata": {"name": "ev", "namespace": "a",
+                                              "ownerReferences": [self.other_ref]}})
+
+    def refs(self, av, plural, ns, name):
+        return (self.dyn.obj(av, plural, name, ns)["metadata"]).get("ownerReferences")
+
+    def recreate_owners(self):
+        """What the v3.28 upgrade does: same owners, new UIDs."""
+        for plural, owner in (("networkpolicies", self.np), ("networkpolicies", self.np_b),
+                              ("globalnetworkpolicies", self.gnp)):
+            meta = owner["metadata"]
+            self.dyn.remove(CALICO, plural, meta["name"], meta.get("namespace"))
+            fresh = dict(owner, metadata={k: v for k, v in meta.items() if k not in ("uid", "resourceVersion")})
+            owner["metadata"]["uid"] = self.dyn.put(CALICO, plural, fresh)["metadata"]["uid"]
+
+    def runner(self, tmp_path, check_mode=False, **kw):
+        kw.setdefault("record_path", str(tmp_path / "record.json"))
+        return Runner(client(self.dyn, check_mode=check_mode), **kw)
+
+
+def calico_refs(refs):
+    return [r for r in refs or [] if r["apiVersion"] == CALICO]
+
+
+def test_detach_records_first_then_removes_only_calico_references(tmp_path):
+    w = World()
+    record_path = str(tmp_path / "record.json")
+    seen_at_first_patch = []
+
+    def check_record(method, path, body):
+        if method == "PATCH" and not seen_at_first_patch:
+            cm = w.dyn.obj("v1", "configmaps", "calico-ops-owner-references", "kube-system")
+            with open(record_path) as f:
+                seen_at_first_patch.append((len(json.loads(cm["data"]["record.json"])["entries"]),
+                                            len(json.load(f)["entries"])))
+    w.dyn.before_write = check_record
+    result = w.runner(tmp_path, diff=True).detach()
+
+    assert seen_at_first_patch == [(7, 7)]  # both copies held all 7 references before the first removal
+    assert result["changed"] is True
+    c = result["counts"]
+    assert (c["affected"], c["recorded"], c["detached"], c["unlistable_types"]) == (6, 7, 7, 0)
+    assert c["scanned_types"] == 10
+    # objects: 13 stored (the event counted once although two groups serve it)
+    assert c["objects"] == 13
+    for key in w.dependents:
+        assert calico_refs(w.refs(*key)) == []
+    assert w.refs("v1", "configmaps", "a", "cm2") == [w.other_ref]
+    assert w.refs("v1", "events", "a", "ev") == [w.other_ref]
+    assert "ownerReferences" not in w.dyn.obj("v1", "configmaps", "cm1", "a")["metadata"]
+    assert sorted(o["action"] for o in result["objects"]) == ["detached"] * 6
+    assert len(result["diff"]) == 6
+    assert result["record"]["entries"] == 7 and result["record"]["pending"] == 7
+    # the file entries carry what attach needs
+    with open(record_path) as f:
+        entries = json.load(f)["entries"]
+    ns_entry = [e for e in entries.values() if e["dependent"]["kind"] == "Namespace"][0]
+    assert ns_entry["dependent"] == {"apiVersion": "v1", "kind": "Namespace", "resource": "namespaces",
+                                     "name": "c", "uid": ns_entry["dependent"]["uid"]}
+    assert ns_entry["ownerReference"] == ref(w.gnp)
+
+
+def test_patches_are_guarded_by_a_test_of_the_current_references(tmp_path):
+    w = World()
+    patches = []
+    orig = w.dyn.request
+
+    def spy(method, path, body=None, **params):
+        if method == "PATCH":
+            patches.append(body)
+        return orig(method, path, body=body, **params)
+    w.dyn.request = spy
+    w.runner(tmp_path).detach()
+    for ops in patches:
+        assert ops[0]["op"] == "test" and ops[0]["path"] == "/metadata/uid"
+        assert ops[1] == {"op": "test", "path": "/metadata/ownerReferences", "value": ops[1]["value"]}
+        assert calico_refs(ops[1]["value"])
+
+
+def test_detach_again_records_nothing_and_writes_nothing(tmp_path):
+    w = World()
+    w.runner(tmp_path).detach()
+    writes = len(w.dyn.writes())
+    result = w.runner(tmp_path).detach()
+    assert result["changed"] is False
+    assert len(w.dyn.writes()) == writes
+    assert result["counts"]["recorded"] == 0 and result["counts"]["affected"] == 0
+    assert result["record"]["pending"] == 7  # kept
+
+
+def test_a_reference_added_concurrently_is_recorded_before_it_is_removed_and_others_survive(tmp_path):
+    w = World()
+    late_np = w.dyn.put(CALICO, "networkpolicies", {"apiVersion": CALICO, "kind": "NetworkPolicy",
+                                                    "metadata": {"name": "late", "namespace": "a"}})
+    extra_owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "plain", "uid": "u-plain"}
+    fired = []
+
+    def concurrent_writer(method, path, body):
+        if method == "PATCH" and path.endswith("/configmaps/cm1") and not fired:
+            fired.append(1)
+            cm = w.dyn.obj("v1", "configmaps", "cm1", "a")
+            cm["metadata"]["ownerReferences"] += [ref(late_np), extra_owner]
+            w.dyn.put("v1", "configmaps", cm)
+    w.dyn.before_write = concurrent_writer
+    result = w.runner(tmp_path).detach()
+    assert fired
+    assert w.refs("v1", "configmaps", "a", "cm1") == [extra_owner]  # the concurrent non-Calico owner kept
+    store = RecordStore(client(w.dyn), "kube-system", "calico-ops-owner-references",
+                        str(tmp_path / "record.json"), "owner_references", cluster_id="cluster-uid-1")
+    entries = store.load()
+    assert len(entries) == 8
+    cm1_uid = w.dyn.obj("v1", "configmaps", "cm1", "a")["metadata"]["uid"]
+    assert entry_key(cm1_uid, ref(late_np)) in entries
+    assert result["counts"]["detached"] == 8
+
+
+def test_unlistable_types_stop_everything_before_any_write(tmp_path):
+    w = World()
+    w.dyn.failing["metrics.example/v1beta1"] = (503, "Service Unavailable")
+    w.dyn.add_type("metrics.example/v1beta1", "nodemetrics", "NodeMetrics")
+    w.dyn.list_failing["v1/secrets"] = (403, "Forbidden")
+    with pytest.raises(OwnerReferencesError) as err:
+        w.runner(tmp_path).detach()
+    assert w.dyn.writes() == []
+    assert not os.path.exists(str(tmp_path / "record.json"))
+    assert "metrics.example/v1beta1" in str(err.value) and "v1/secrets" in str(err.value)
+    res = err.value.result
+    assert res["counts"]["unlistable_types"] == 2
+    assert sorted((u["type"], u["status"], u["stage"]) for u in res["unlistable"]) == [
+        ("metrics.example/v1beta1", 503, "discovery"), ("v1/secrets", 403, "list")]
+
+    # told to go on without them: everything listable is detached, the rest reported
+    result = w.runner(tmp_path, fail_on_unlistable=False).detach()
+    assert result["counts"]["unlistable_types"] == 2
+    assert result["counts"]["detached"] == 5  # the secret's two references were not seen
+    assert calico_refs(w.refs("v1", "secrets", "b", "s1"))
+
+
+def test_check_mode_detach_reports_and_writes_nothing(tmp_path):
+    w = World()
+    result = w.runner(tmp_path, check_mode=True, diff=True).detach()
+    assert w.dyn.writes() == []
+    assert not os.path.exists(str(tmp_path / "record.json"))
+    assert result["changed"] is True and result["check_mode"] is True
+    assert result["counts"]["detached"] == 7 and result["counts"]["affected"] == 6
+    assert sorted(set(o["action"] for o in result["objects"])) == ["would detach"]
+    diff = [d for d in result["diff"] if d["before_header"] == "ConfigMap a/cm2"][0]
+    assert diff["after"] == {"metadata": {"ownerReferences": [w.other_ref]}}
+    for key in w.dependents:
+        assert len(calico_refs(w.refs(*key))) == len(calico_refs(w.dependents[key]))
+
+
+def test_attach_puts_back_references_with_the_new_uids_and_recorded_fields(tmp_path):
+    w = World()
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    result = w.runner(tmp_path, diff=True).attach()
+    assert result["changed"] is True
+    c = result["counts"]
+    assert (c["attached"], c["missing_owners"], c["affected"], c["failed"]) == (7, 0, 6, 0)
+    assert w.refs("v1", "configmaps", "a", "cm1") == [ref(w.np, controller=True, block=True)]
+    assert w.refs("v1", "configmaps", "a", "cm2") == [w.other_ref, ref(w.np)]
+    assert w.refs("v1", "secrets", "b", "s1") == [ref(w.np_b), ref(w.gnp)]  # namespaced owner: dependent's ns
+    assert w.refs("apps/v1", "deployments", "a", "d1") == [ref(w.gnp, block=True)]  # cluster-scoped owner
+    assert w.refs("example.com/v1", "widgets", "b", "w1") == [ref(w.np_b, controller=True)]
+    assert w.refs("v1", "namespaces", None, "c") == [ref(w.gnp)]
+    assert result["record"]["pending"] == 0 and result["record"]["done"] == 7
+    assert len(result["diff"]) == 6
+    owners = [o for obj in result["objects"] for o in obj["owners"]]
+    assert all(o["uid"] != o["previous_uid"] for o in owners)
+
+    writes = len(w.dyn.writes())
+    again = w.runner(tmp_path).attach()  # attach twice: nothing changes
+    assert again["changed"] is False and len(w.dyn.writes()) == writes
+
+
+def test_attach_fixes_a_stale_reference_instead_of_adding_a_second_one(tmp_path):
+    w = World()
+    w.runner(tmp_path).detach()
+    cm = w.dyn.obj("v1", "configmaps", "cm1", "a")
+    cm["metadata"]["ownerReferences"] = [ref(w.np, controller=True, block=True)]  # old uid came back
+    w.dyn.put("v1", "configmaps", cm)
+    w.recreate_owners()
+    w.runner(tmp_path).attach()
+    assert w.refs("v1", "configmaps", "a", "cm1") == [ref(w.np, controller=True, block=True)]
+
+
+def test_missing_owner_is_reported_and_the_rest_attached(tmp_path):
+    w = World()
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    w.dyn.remove(CALICO, "globalnetworkpolicies", "gnp1")
+    with pytest.raises(OwnerReferencesError, match="owner is missing") as err:
+        w.runner(tmp_path).attach()
+    res = err.value.result
+    assert res["counts"]["missing_owners"] == 3 and res["counts"]["attached"] == 4
+    assert sorted(m["dependent"]["name"] for m in res["missing_owners"]) == ["c", "d1", "s1"]
+    assert all("GlobalNetworkPolicy gnp1 not found" in m["reason"] for m in res["missing_owners"])
+    assert w.refs("v1", "secrets", "b", "s1") == [ref(w.np_b)]
+    assert res["record"]["pending"] == 3
+
+    result = w.runner(tmp_path, fail_on_missing_owner=False).attach()  # reported, not failed
+    assert result["changed"] is False and result["counts"]["missing_owners"] == 3
+
+
+def test_owner_type_not_served_is_a_missing_owner_with_the_reason(tmp_path):
+    w = World()
+    w.runner(tmp_path).detach()
+    w.dyn.failing[CALICO] = (503, "Service Unavailable")
+    with pytest.raises(OwnerReferencesError) as err:
+        w.runner(tmp_path).attach()
+    res = err.value.result
+    assert res["counts"]["missing_owners"] == 7 and res["counts"]["attached"] == 0
+    assert "projectcalico.org/v3 cannot be discovered" in res["missing_owners"][0]["reason"]
+    assert [x for x in w.dyn.writes() if x[0] == "PATCH" and "/configmaps/calico-ops" not in x[1]][6:] == []
+
+
+def test_dependent_gone_or_replaced_is_marked_done(tmp_path):
+    w = World()
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    w.dyn.remove("v1", "configmaps", "cm1", "a")
+    old = w.dyn.obj("v1", "configmaps", "cm2", "a")
+    w.dyn.remove("v1", "configmaps", "cm2", "a")
+    w.dyn.put("v1", "configmaps", {"metadata": {"name": "cm2", "namespace": "a"}})  # same name, new uid
+    result = w.runner(tmp_path).attach()
+    assert result["counts"]["dependents_gone"] == 2
+    assert result["counts"]["attached"] == 5
+    assert "ownerReferences" not in w.dyn.obj("v1", "configmaps", "cm2", "a")["metadata"]
+    assert old["metadata"]["uid"] != w.dyn.obj("v1", "configmaps", "cm2", "a")["metadata"]["uid"]
+    assert result["record"]["pending"] == 0
+
+
+def test_check_mode_attach_writes_nothing(tmp_path):
+    w = World()
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    with open(str(tmp_path / "record.json")) as f:
+        record_before = f.read()
+    writes = len(w.dyn.writes())
+    result = w.runner(tmp_path, check_mode=True, diff=True).attach()
+    assert len(w.dyn.writes()) == writes
+    with open(str(tmp_path / "record.json")) as f:
+        assert f.read() == record_before
+    assert result["changed"] is True and result["counts"]["attached"] == 7
+    assert sorted(set(o["action"] for o in result["objects"])) == ["would attach"]
+    assert len(result["diff"]) == 6
+    for key in w.dependents:
+        assert calico_refs(w.refs(*key)) == []
+
+
+def test_attach_killed_midway_is_finished_by_a_rerun_without_duplicates(tmp_path, monkeypatch):
+    w = World()
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    patches = []
+
+    def kill_on_third_patch(method, path, body):
+        if method == "PATCH":
+            patches.append(path)
+            if len(patches) == 3:
+                raise Killed()
+    w.dyn.before_write = kill_on_third_patch
+    # no checkpoint reaches the record before the process dies: the two applied patches are not marked done
+    monkeypatch.setattr(RecordStore, "save", lambda self: None)
+    with pytest.raises(Killed):
+        w.runner(tmp_path, checkpoint_every=1, checkpoint_seconds=0).attach()
+    monkeypatch.undo()
+    w.dyn.before_write = None
+    attached_before = [k for k in w.dependents if calico_refs(w.refs(*k))]
+    assert len(attached_before) == 2
+
+    result = w.runner(tmp_path).attach()
+    assert result["counts"]["already_attached"] + result["counts"]["attached"] == 7
+    assert result["counts"]["already_attached"] >= 2
+    assert result["record"]["pending"] == 0
+    for key, refs in w.dependents.items():
+        assert len(w.refs(*key)) == len(refs)  # no duplicate
+    assert w.refs("v1", "secrets", "b", "s1") == [ref(w.np_b), ref(w.gnp)]
+
+
+def test_attach_checkpoints_as_it_goes(tmp_path):
+    w = World()
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    seen = []
+
+    def kill_on_fifth_patch(method, path, body):
+        if method == "PATCH":
+            seen.append(path)
+            if len(seen) == 5:
+                raise Killed()
+    w.dyn.before_write = kill_on_fifth_patch
+    with pytest.raises(Killed):
+        w.runner(tmp_path, checkpoint_every=1, checkpoint_seconds=0).attach()
+    w.dyn.before_write = None
+    with open(str(tmp_path / "record.json")) as f:
+        entries = json.load(f)["entries"]
+    assert 0 < sum(1 for e in entries.values() if e["done"]) < 7
+
+
+def test_pagination_sees_every_object(tmp_path):
+    w = World()
+    for i in range(7):
+        w.dyn.put("v1", "configmaps", {"metadata": {"name": "p%d" % i, "namespace": "z",
+                                                    "ownerReferences": [ref(w.gnp)]}})
+    result = w.runner(tmp_path, page_size=2).detach()
+    assert result["counts"]["detached"] == 14
+    lists = [e for e in w.dyn.log if e[0] == "GET" and e[1] == "/api/v1/configmaps"]
+    assert len(lists) >= 5 and all(e[2]["limit"] == 2 for e in lists)
+
+
+def test_owner_api_versions_selects_which_references_move(tmp_path):
+    w = World()
+    result = w.runner(tmp_path, owner_api_versions=["apps/v1"]).detach()
+    assert result["counts"]["detached"] == 2  # cm2 and the event point at the Deployment
+    assert w.refs("v1", "configmaps", "a", "cm2") == [ref(w.np)]
+
+
+def test_run_entry_point_and_default_record_path(tmp_path, monkeypatch):
+    monkeypatch.setattr(orefs, "DEFAULT_RECORD_DIR", str(tmp_path / "records"))
+    w = World()
+    result = run(client(w.dyn), {"state": "detached", "owner_api_versions": [CALICO],
+                                 "record_namespace": "kube-system", "record_name": "calico-ops-owner-references",
+                                 "record_path": None, "fail_on_unlistable": True,
+                                 "fail_on_missing_owner": True, "page_size": 500})
+    assert result["record"]["path"] == str(tmp_path / "records" / "calico-ops-owner-references-cluster-uid-1.json")
+    assert os.path.exists(result["record"]["path"])
+    with pytest.raises(ValueError):
+        Runner(client(w.dyn)).run("absent")
+
+
+def test_attach_restores_the_recorded_order_of_references(tmp_path):
+    w = World()
+    mixed = [ref(w.np), w.other_ref, ref(w.gnp, controller=False)]
+    w.dyn.put("v1", "configmaps", {"metadata": {"name": "mixed", "namespace": "a", "ownerReferences": mixed}})
+    w.runner(tmp_path).detach()
+    assert w.refs("v1", "configmaps", "a", "mixed") == [w.other_ref]
+    w.recreate_owners()
+    w.runner(tmp_path).attach()
+    assert w.refs("v1", "configmaps", "a", "mixed") == [ref(w.np), w.other_ref, ref(w.gnp, controller=False)]
+
+
+def test_attach_lists_instead_of_getting_many_dependents_of_one_type_and_namespace(tmp_path):
+    w = World()
+    for i in range(12):
+        w.dyn.put("v1", "configmaps", {"metadata": {"name": "many-%02d" % i, "namespace": "m",
+                                                    "ownerReferences": [ref(w.gnp)]}})
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    # one of them is replaced by another object with its name: it must count as gone, not be re-attached
+    w.dyn.remove("v1", "configmaps", "many-03", "m")
+    w.dyn.put("v1", "configmaps", {"metadata": {"name": "many-03", "namespace": "m"}})
+    start = len(w.dyn.log)
+    result = w.runner(tmp_path).attach()
+    reads = [e for e in w.dyn.log[start:] if e[0] == "GET"]
+    assert [e for e in reads if e[1].startswith("/api/v1/namespaces/m/configmaps/")] == []
+    assert len([e for e in reads if e[1] == "/api/v1/namespaces/m/configmaps"]) == 1
+    assert result["counts"]["attached"] == 7 + 11 and result["counts"]["dependents_gone"] == 1
+    for i in range(12):
+        refs = w.refs("v1", "configmaps", "m", "many-%02d" % i)
+        assert refs == (None if i == 3 else [ref(w.gnp)])
+
+
+def test_a_dependent_deleted_while_detaching_is_reported_gone(tmp_path):
+    w = World()
+
+    def delete_first(method, path, body):
+        if method == "PATCH" and path.endswith("/configmaps/cm1"):
+            w.dyn.remove("v1", "configmaps", "cm1", "a")
+    w.dyn.before_write = delete_first
+    result = w.runner(tmp_path).detach()
+    assert [o["action"] for o in result["objects"] if o["name"] == "cm1"] == ["gone"]
+    assert result["counts"]["failed"] == 0 and result["counts"]["detached"] == 6
