@@ -76,7 +76,7 @@ class Client(object):
         self.timeout = timeout
         self.check_mode = check_mode
         self.field_manager = field_manager
-        self.requests = {"read": 0, "write": 0}
+        self.requests = {"read": 0, "write": 0, "dry_run": 0}
 
     @classmethod
     def from_module(cls, module, **kwargs):
@@ -87,13 +87,19 @@ class Client(object):
 
     # -- transport -------------------------------------------------------------------------------
 
-    def request(self, method, path, body=None, query=None, content_type=None):
-        """Send one request; return the decoded JSON body (or None); raise ClientError."""
+    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False):
+        """Send one request; return the decoded JSON body (or None); raise ClientError.
+
+        ``dry_run=True`` marks a server-side dry run (``dryRun=All`` is forced): it persists nothing, so it
+        is allowed in check mode.
+        """
         method = method.upper()
         mutating = method not in ("GET", "HEAD")
-        if mutating and self.check_mode:
+        if dry_run:
+            query = dict(query or {}, dryRun="All")
+        elif mutating and self.check_mode:
             raise ReadOnlyViolation("check mode: refusing %s %s" % (method, path))
-        self.requests["write" if mutating else "read"] += 1
+        self.requests["dry_run" if dry_run else ("write" if mutating else "read")] += 1
         headers = {"Accept": "application/json"}
         query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
         try:

@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One job: the runner of the ``kube_proxy_info`` module (read-only).
+
+Reads, through the collection's ``Client``: the platform (the user's, else the preflight's detection), the
+kube-proxy DaemonSet, its pods and its ConfigMap in ``kube-system``; per platform, the OpenShift Network
+operator config ``cluster`` or FelixConfiguration ``default``. ``kube_proxy_rules`` says what is to be patched
+and whether the DaemonSet has settled. It never writes.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils import kube_proxy_rules as rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform_choice import choose_platform
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import served_group_versions
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint_rules import (
+    kops_cluster_name_from_host, parse_server)
+
+OPENSHIFT_NETWORK_API = "operator.openshift.io/v1"
+
+
+def _mode(client, namespace, configmaps, ds, state, target_mode):
+    """Where kube-proxy's mode is set and, when it is IPVS, what the switch to ``target_mode`` writes."""
+    out = {"mode": None, "where": None, "configmap": None, "key": None, "container": None, "source": None,
+           "ipvs": False, "switch": None}
+    for name in configmaps:
+        cm = client.get("v1", "configmaps", name, namespace=namespace)
+        if cm is None:
+            continue
+        key, mode = rules.mode_from_configmap(cm)
+        if mode is not None:
+            out.update(mode=mode, where="configmap", configmap=name, key=key,
+                       source="ConfigMap %s/%s %s" % (namespace, name, key))
+            if mode == "ipvs":
+                text = rules.switch_mode_text(cm["data"][key], target_mode)
+                out["switch"] = {"configmap": name, "patch": {"data": {key: text}}}
+        break
+    container, mode = rules.mode_from_daemonset(ds)
+    if mode is not None and (out["mode"] is None or mode == "ipvs"):
+        out.update(mode=mode, where="args", container=container, configmap=None, key=None,
+                   source="DaemonSet %s/%s --proxy-mode (container %s)" % (
+                       namespace, (ds.get("metadata") or {}).get("name"), container))
+        if mode == "ipvs":
+            out["switch"] = {"daemonset_patch": {"spec": {"template": {"spec": {
+                "containers": rules.switch_containers(ds, target_mode)}}}}}
+    out["ipvs"] = out["mode"] == "ipvs"
+    return out
+
+
+def run_kube_proxy_info(client, server_url=None, state="disabled", platform="auto", namespace="kube-system",
+                        daemonset="kube-proxy", configmaps=("kube-proxy", "kube-proxy-config"),
+                        pod_selector="k8s-app=kube-proxy", node_selector=None, target_mode="iptables",
+                        openshift_name="cluster", openshift_field="deployKubeProxy", felix_name="default",
+                        felix_field=rules.FELIX_FIELD, kops_cluster_name=None, kops_state_store=None,
+                        kops_binary="kops", kops_spec_file="cluster.yaml"):
+    selector = dict(node_selector or rules.DEFAULT_NODE_SELECTOR)
+    groups = None
+    if platform in (None, "", "auto", "aks", "openshift"):
+        groups = served_group_versions(client)
+    chosen = choose_platform(client, platform or "auto", group_versions=groups)
+    name = chosen["name"]
+    result = {"platform": chosen, "state": state, "node_selector": selector}
+
+    ds = client.get("apps/v1", "daemonsets", daemonset, namespace=namespace)
+    label_selector = rules.match_labels_selector(ds) if ds is not None else pod_selector
+    pods = client.list("v1", "pods", namespace=namespace, label_selector=label_selector) if label_selector else []
+    progress = rules.daemonset_progress(ds, pods, state)
+    result["daemonset"] = {
+        "present": ds is not None, "namespace": namespace, "name": daemonset,
+        "node_selector": rules.node_selector(ds) if ds is not None else {},
+        "selector_applied": rules.selector_applied(ds, selector) if ds is not None else False,
+        "label_selector": label_selector, "pods": len(pods), "settled": progress["settled"],
+        "line": progress["line"], "status": progress["status"],
+        "patch": rules.selector_patch(state, selector),
+    }
+    result["running"] = rules.kube_proxy_running(ds, pods, selector)
+    result["mode"] = _mode(client, namespace, list(configmaps or ()), ds or {}, state, target_mode) if (
+        ds is not None or name in rules.DAEMONSET_PLATFORMS) else {"mode": None, "ipvs": False, "switch": None}
+
+    if name == "openshift":
+        served = OPENSHIFT_NETWORK_API in (groups or ())
+        network = client.get(OPENSHIFT_NETWORK_API, "networks", openshift_name) if served else None
+        result["openshift"] = {
+            "api_version": OPENSHIFT_NETWORK_API, "served": served, "name": openshift_name,
+            "exists": network is not None,
+            "value": ((network or {}).get("spec") or {}).get(openshift_field),
+            "patch": rules.openshift_patch(state, openshift_field),
+        }
+    elif name == "aks":
+        api = rules.felix_api_version(groups)
+        felix = client.get(api, "felixconfigurations", felix_name) if api else None
+        details = chosen.get("details") or {}
+        result["felix"] = {
+            "api_version": api, "name": felix_name, "exists": felix is not None,
+            "value": ((felix or {}).get("spec") or {}).get(felix_field),
+            "patch": rules.felix_patch(state, felix_field),
+            "create": rules.felix_body(api, felix_name, felix_field) if api else None,
+            "azure_cni": details.get("kube_proxy_can_be_disabled") if details else None,
+            "message": rules.AKS_GAIN_LOST,
+        }
+    elif name == "kops":
+        server = parse_server(server_url)
+        guessed = kops_cluster_name_from_host(server["host"]) if server else None
+        cluster = kops_cluster_name or guessed
+        result["kops"] = {
+            "cluster_name": cluster,
+            "cluster_name_source": ("variable" if kops_cluster_name else
+                                    ("the kubeconfig's server %s" % server["url"]) if guessed else None),
+            "state_store": kops_state_store or None,
+            "commands": rules.kops_commands(cluster, kops_state_store, state == "enabled", kops_binary,
+                                            kops_spec_file),
+        }
+    elif name == "mke":
+        failed, message = rules.mke_message(state, result["running"])
+        result["mke"] = {"failed": failed, "message": message, "flags": list(rules.MKE_FLAGS)}
+    result["api_requests"] = dict(client.requests)
+    return result

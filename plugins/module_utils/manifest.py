@@ -1,0 +1,421 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One job: edit Calico release manifests (multi-document YAML) as plain Python.
+
+Only the document that is edited is re-serialised; every other document keeps its original text byte for
+byte, so a reviewer diffing the edited file against the download sees exactly what changed.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import re
+
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - modules report it with missing_required_lib
+    HAS_YAML = False
+
+_SEPARATOR = re.compile(r"^---[ \t]*(?:#.*)?$", re.M)
+
+DATAPLANES = ("Iptables", "BPF", "Nftables", "VPP")
+VARIANTS = ("Calico", "TigeraSecureEnterprise")
+
+
+class ManifestError(ValueError):
+    """The manifest is not what the edit expects (no Installation, several, unparsable YAML)."""
+
+
+def _segments(text):
+    """The text cut at ``---`` lines: ``(segments, separators)``, with
+    ``text == segments[0] + separators[0] + segments[1] + ...``."""
+    segments, separators, pos = [], [], 0
+    for match in _SEPARATOR.finditer(text):
+        segments.append(text[pos:match.start()])
+        separators.append(match.group(0))
+        pos = match.end()
+    segments.append(text[pos:])
+    return segments, separators
+
+
+def _parse(segment):
+    try:
+        return yaml.safe_load(segment)
+    except yaml.YAMLError as exc:
+        raise ManifestError("the manifest is not valid YAML: %s" % exc)
+
+
+def split_documents(text):
+    """The raw text of each non-empty document (separators removed)."""
+    return [seg for seg in _segments(text)[0] if _parse(seg) is not None]
+
+
+def load_documents(text):
+    """Every non-empty document of a multi-document YAML text, as dicts."""
+    try:
+        return [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise ManifestError("the manifest is not valid YAML: %s" % exc)
+
+
+def deep_merge(base, overrides):
+    """Merge ``overrides`` into a copy of ``base``: dicts merge key by key, anything else replaces, and a
+    ``None`` value removes the key (as in a JSON merge patch)."""
+    out = copy.deepcopy(base) if isinstance(base, dict) else {}
+    for key, value in (overrides or {}).items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def edit_installation(doc, linux_dataplane=None, variant=None, flex_volume_path=None, spec_overrides=None):
+    """A copy of an ``Installation`` document with the eBPF settings applied.
+
+    ``spec.calicoNetwork.linuxDataplane`` and ``spec.variant`` are set when given; ``spec.flexVolumePath``
+    only when ``flex_volume_path`` is given (EKS with Bottlerocket nodes); ``spec_overrides`` is merged into
+    ``spec`` last, so the user has the final word.
+    """
+    out = copy.deepcopy(doc)
+    spec = out.setdefault("spec", {}) or {}
+    out["spec"] = spec
+    if linux_dataplane:
+        network = spec.get("calicoNetwork") or {}
+        network["linuxDataplane"] = linux_dataplane
+        spec["calicoNetwork"] = network
+    if variant:
+        spec["variant"] = variant
+    if flex_volume_path:
+        spec["flexVolumePath"] = flex_volume_path
+    if spec_overrides:
+        out["spec"] = deep_merge(spec, spec_overrides)
+    return out
+
+
+def _is_installation(doc):
+    return (isinstance(doc, dict) and doc.get("kind") == "Installation"
+            and str(doc.get("apiVersion", "")).startswith("operator.tigera.io/"))
+
+
+def render_custom_resources(text, linux_dataplane="BPF", variant=None, flex_volume_path=None,
+                            spec_overrides=None, exclude_kinds=()):
+    """Edit the Installation of a ``custom-resources.yaml`` and leave every other document untouched.
+
+    Returns ``(edited_text, documents, installation)``: the text to keep as the review artifact, the
+    documents to create (those of a kind in ``exclude_kinds`` left out), and the edited Installation.
+    """
+    segments, separators = _segments(text)
+    parsed = [_parse(seg) for seg in segments]
+    installs = [i for i, d in enumerate(parsed) if _is_installation(d)]
+    if not installs:
+        raise ManifestError("the manifest has no Installation (operator.tigera.io) document")
+    if len(installs) > 1:
+        raise ManifestError("the manifest has %d Installation documents; expected one" % len(installs))
+    index = installs[0]
+    installation = edit_installation(parsed[index], linux_dataplane, variant, flex_volume_path, spec_overrides)
+    if installation != parsed[index]:
+        old = segments[index]
+        lead = old[:len(old) - len(old.lstrip("\n"))]
+        comments = "".join(line + "\n" for line in old.strip("\n").splitlines() if line.startswith("#"))
+        trail = "\n" if old.endswith("\n\n") else ""
+        segments[index] = lead + comments + yaml.safe_dump(installation, default_flow_style=False,
+                                                           sort_keys=False) + trail
+    parsed[index] = installation
+    edited_text = segments[0] + "".join(sep + seg for sep, seg in zip(separators, segments[1:]))
+    parsed = [d for d in parsed if d is not None]
+    excluded = set(exclude_kinds or ())
+    documents = [d for d in parsed if isinstance(d, dict) and d.get("kind") not in excluded]
+    return edited_text, documents, installation
+
+
+# -- upgrade manifests: user patches, etcd settings ---------------------------------------------------------
+
+# Lists merged item by item (by this key) in a strategic-merge-like patch, as Kubernetes does for these fields;
+# any other list of objects that all carry ``name`` merges by ``name``; every other list is replaced.
+MERGE_KEYS = {
+    "containers": "name", "initContainers": "name", "ephemeralContainers": "name", "env": "name",
+    "volumes": "name", "volumeMounts": "mountPath", "volumeDevices": "devicePath", "ports": "containerPort",
+    "imagePullSecrets": "name", "hostAliases": "ip", "envFrom": None, "tolerations": None, "args": None,
+    "command": None,
+}
+ETCD_SECRET = "calico-etcd-secrets"
+ETCD_TLS_KEYS = (("etcd_key", "etcd-key"), ("etcd_cert", "etcd-cert"), ("etcd_ca", "etcd-ca"))
+REDACTED = "<redacted: the real value is applied, not written here>"
+
+
+class PatchError(ManifestError):
+    """A user patch is malformed, matches no document, or cannot be applied."""
+
+
+def _merge_key(field, base, patch):
+    if field in MERGE_KEYS:
+        return MERGE_KEYS[field]
+    items = list(base or []) + list(patch or [])
+    if items and all(isinstance(i, dict) and "name" in i for i in items):
+        return "name"
+    return None
+
+
+def strategic_merge(base, patch, field=None):
+    """A copy of ``base`` with ``patch`` merged the way ``kubectl patch --type strategic`` does for the usual
+    fields: maps merge key by key (``null`` deletes a key, ``$patch: replace`` replaces the map), lists of
+    containers, env, volumes, ports ... merge item by item on their merge key (``$patch: delete`` in an item
+    removes it), other lists are replaced."""
+    if isinstance(patch, dict):
+        if patch.get("$patch") == "replace":
+            return dict((k, copy.deepcopy(v)) for k, v in patch.items() if k != "$patch")
+        if patch.get("$patch") == "delete":
+            return None
+        out = copy.deepcopy(base) if isinstance(base, dict) else {}
+        for key, value in patch.items():
+            if key == "$patch":
+                continue
+            if value is None:
+                out.pop(key, None)
+            elif isinstance(value, (dict, list)):
+                merged = strategic_merge(out.get(key), value, key)
+                if merged is None:
+                    out.pop(key, None)
+                else:
+                    out[key] = merged
+            else:
+                out[key] = copy.deepcopy(value)
+        return out
+    if isinstance(patch, list):
+        key = _merge_key(field, base if isinstance(base, list) else [], patch)
+        if not key or not isinstance(base, list) or not all(isinstance(i, dict) and key in i for i in patch):
+            return [copy.deepcopy(i) for i in patch if not (isinstance(i, dict) and i.get("$patch") == "delete")]
+        out = copy.deepcopy(base)
+        for item in patch:
+            index = next((i for i, cur in enumerate(out) if isinstance(cur, dict) and cur.get(key) == item[key]),
+                         None)
+            if item.get("$patch") == "delete":
+                if index is not None:
+                    del out[index]
+                continue
+            if index is None:
+                out.append(strategic_merge({}, item))
+            else:
+                out[index] = strategic_merge(out[index], item)
+        return out
+    return copy.deepcopy(patch)
+
+
+def _pointer(path):
+    if path == "":
+        return []
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise PatchError("a JSON patch path must start with '/': %r" % (path,))
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _walk(doc, parts, path):
+    node = doc
+    for part in parts:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise PatchError("path %s does not exist (no %r)" % (path, part))
+    return node
+
+
+def _container_and_key(doc, path, op):
+    parts = _pointer(path)
+    if not parts:
+        raise PatchError("%s on the whole document is not supported" % op)
+    return _walk(doc, parts[:-1], path), parts[-1]
+
+
+def json_patch(doc, ops):
+    """A copy of ``doc`` with the RFC 6902 operations applied (add, remove, replace, move, copy, test);
+    a path that does not exist (or a failed test) raises PatchError."""
+    out = copy.deepcopy(doc)
+    if not isinstance(ops, list):
+        raise PatchError("json_patch must be a list of operations")
+    for op in ops:
+        if not isinstance(op, dict) or op.get("op") not in ("add", "remove", "replace", "move", "copy", "test"):
+            raise PatchError("not a JSON patch operation: %r" % (op,))
+        name, path = op["op"], op.get("path")
+        if name in ("add", "replace", "test") and "value" not in op:
+            raise PatchError("%s %s needs a value" % (name, path))
+        if name == "test":
+            if _walk(out, _pointer(path), path) != op["value"]:
+                raise PatchError("test failed: %s is not %r" % (path, op["value"]))
+            continue
+        if name in ("move", "copy"):
+            value = copy.deepcopy(_walk(out, _pointer(op.get("from")), op.get("from")))
+            if name == "move":
+                parent, key = _container_and_key(out, op.get("from"), name)
+                if isinstance(parent, list):
+                    del parent[int(key)]
+                else:
+                    del parent[key]
+            name, op = "add", dict(op, value=value)
+        parent, key = _container_and_key(out, path, name)
+        if isinstance(parent, dict):
+            if name != "add" and key not in parent:
+                raise PatchError("path %s does not exist" % path)
+            if name == "remove":
+                del parent[key]
+            else:
+                parent[key] = copy.deepcopy(op["value"])
+        elif isinstance(parent, list):
+            if name == "add" and key == "-":
+                parent.append(copy.deepcopy(op["value"]))
+                continue
+            if not key.isdigit() or int(key) > len(parent) or (name != "add" and int(key) >= len(parent)):
+                raise PatchError("path %s does not exist (list of %d)" % (path, len(parent)))
+            if name == "add":
+                parent.insert(int(key), copy.deepcopy(op["value"]))
+            elif name == "remove":
+                del parent[int(key)]
+            else:
+                parent[int(key)] = copy.deepcopy(op["value"])
+        else:
+            raise PatchError("path %s does not lead into an object or a list" % path)
+    return out
+
+
+def _matches(doc, sel):
+    meta = doc.get("metadata") or {}
+    return (isinstance(doc, dict) and doc.get("kind") == sel.get("kind") and meta.get("name") == sel.get("name")
+            and (not sel.get("namespace") or meta.get("namespace") == sel.get("namespace"))
+            and (not sel.get("apiVersion") or doc.get("apiVersion") == sel.get("apiVersion")))
+
+
+def _describe(sel):
+    return "%s %s%s" % (sel.get("kind"), (sel.get("namespace") + "/") if sel.get("namespace") else "",
+                        sel.get("name"))
+
+
+def check_patches(patches):
+    """Messages for malformed patch entries (kind and name required, exactly one of patch and json_patch)."""
+    out = []
+    for index, entry in enumerate(patches or []):
+        label = "upgrade_manifest_patches[%d]" % index
+        if not isinstance(entry, dict):
+            out.append("%s must be a dict with kind, name and patch or json_patch" % label)
+            continue
+        unknown = sorted(set(entry) - set(("kind", "name", "namespace", "apiVersion", "patch", "json_patch")))
+        if unknown:
+            out.append("%s has unknown keys: %s" % (label, ", ".join(unknown)))
+        if not entry.get("kind") or not entry.get("name"):
+            out.append("%s needs kind and name" % label)
+        if ("patch" in entry) == ("json_patch" in entry):
+            out.append("%s needs exactly one of patch (strategic merge) and json_patch (RFC 6902)" % label)
+        elif "patch" in entry and not isinstance(entry["patch"], dict):
+            out.append("%s: patch must be a dict" % label)
+        elif "json_patch" in entry and not isinstance(entry["json_patch"], list):
+            out.append("%s: json_patch must be a list of operations" % label)
+    return out
+
+
+def set_etcd(doc, endpoints=None, tls=None):
+    """A copy of a ConfigMap or Secret document of an etcd manifest with ``etcd_endpoints`` (a list of URLs)
+    and the TLS material (``tls``: ``{etcd_key, etcd_cert, etcd_ca}`` PEM texts) set: the Secret
+    ``calico-etcd-secrets`` gets them base64-encoded, the ConfigMap the paths where calico-node mounts them."""
+    import base64
+    out = copy.deepcopy(doc)
+    tls = dict((k, v) for k, v in (tls or {}).items() if v)
+    if out.get("kind") == "ConfigMap" and "etcd_endpoints" in (out.get("data") or {}):
+        if endpoints:
+            out["data"]["etcd_endpoints"] = ",".join(endpoints)
+        for key, file_name in ETCD_TLS_KEYS:
+            if key in tls:
+                out["data"][key] = "/calico-secrets/%s" % file_name
+    elif out.get("kind") == "Secret" and (out.get("metadata") or {}).get("name") == ETCD_SECRET and tls:
+        data = out.get("data") or {}
+        for key, file_name in ETCD_TLS_KEYS:
+            if key in tls:
+                text = tls[key] if isinstance(tls[key], bytes) else tls[key].encode("utf-8")
+                data[file_name] = base64.b64encode(text).decode("ascii")
+        out["data"] = data
+    return out
+
+
+def _reserialize(old, doc):
+    lead = old[:len(old) - len(old.lstrip("\n"))]
+    comments = "".join(line + "\n" for line in old.strip("\n").splitlines() if line.startswith("#"))
+    trail = "\n" if old.endswith("\n\n") else ""
+    return lead + comments + yaml.safe_dump(doc, default_flow_style=False, sort_keys=False) + trail
+
+
+def render_upgrade(text, patches=(), etcd_endpoints=None, etcd_tls=None):
+    """Prepare a downloaded release manifest for the upgrade.
+
+    With ``etcd_endpoints`` (etcd flavors) the ConfigMap's ``etcd_endpoints`` is set, and with ``etcd_tls`` the
+    TLS material goes into the Secret and its paths into the ConfigMap. Then each user patch (``kind``,
+    ``name``, optional ``namespace``/``apiVersion``, and ``patch`` or ``json_patch``) is applied to every
+    document it selects; a patch that selects nothing raises PatchError.
+
+    Returns ``(artifact_text, documents, report)``: the text to keep for review (edited documents
+    re-serialised, Secret data redacted, every other document byte for byte), the documents to apply, and
+    one report entry per patch (``matched`` documents).
+    """
+    problems = check_patches(patches)
+    if problems:
+        raise PatchError("; ".join(problems))
+    segments, separators = _segments(text)
+    parsed = [_parse(seg) for seg in segments]
+    edited = list(parsed)
+    tls = dict((k, v) for k, v in (etcd_tls or {}).items() if v)
+    if etcd_endpoints or tls:
+        targets = [i for i, d in enumerate(parsed) if isinstance(d, dict) and d.get("kind") == "ConfigMap"
+                   and "etcd_endpoints" in (d.get("data") or {})]
+        if not targets:
+            raise ManifestError("the manifest has no ConfigMap with etcd_endpoints: it is not an etcd flavor")
+        if tls and not any(isinstance(d, dict) and d.get("kind") == "Secret"
+                           and (d.get("metadata") or {}).get("name") == ETCD_SECRET for d in parsed):
+            raise ManifestError("the manifest has no Secret %s for the etcd TLS material" % ETCD_SECRET)
+        if bool(tls.get("etcd_key")) != bool(tls.get("etcd_cert")):
+            raise ManifestError("etcd TLS: the client key and certificate go together (give both or neither)")
+        edited = [set_etcd(d, etcd_endpoints, tls) if isinstance(d, dict) else d for d in edited]
+    report = []
+    for index, entry in enumerate(patches or []):
+        hits = [i for i, d in enumerate(edited) if isinstance(d, dict) and _matches(d, entry)]
+        if not hits:
+            raise PatchError("upgrade_manifest_patches[%d] (%s) matches no document of the manifest"
+                             % (index, _describe(entry)))
+        for i in hits:
+            try:
+                if "patch" in entry:
+                    edited[i] = strategic_merge(edited[i], entry["patch"])
+                else:
+                    edited[i] = json_patch(edited[i], entry["json_patch"])
+            except PatchError as exc:
+                raise PatchError("upgrade_manifest_patches[%d] (%s): %s" % (index, _describe(entry), exc))
+        report.append({"index": index, "target": _describe(entry), "type": "strategic" if "patch" in entry
+                       else "json", "matched": len(hits)})
+    out_segments = list(segments)
+    for i, (old, new) in enumerate(zip(parsed, edited)):
+        if new == old:
+            continue
+        shown = new
+        if isinstance(new, dict) and new.get("kind") == "Secret" and new.get("data"):
+            shown = copy.deepcopy(new)
+            shown["data"] = dict((k, REDACTED) for k in new["data"])
+        out_segments[i] = _reserialize(segments[i], shown)
+    artifact = out_segments[0] + "".join(sep + seg for sep, seg in zip(separators, out_segments[1:]))
+    documents = [d for d in edited if d is not None]
+    return artifact, documents, report
+
+
+def workloads(documents):
+    """The DaemonSets and Deployments of a manifest, as ``{"daemonsets": [...], "deployments": [...]}`` of
+    ``{namespace, name}`` (what to wait for after applying it)."""
+    out = {"daemonsets": [], "deployments": []}
+    for doc in documents or []:
+        kind = isinstance(doc, dict) and doc.get("kind")
+        if kind in ("DaemonSet", "Deployment"):
+            meta = doc.get("metadata") or {}
+            out[kind.lower() + "s"].append({"namespace": meta.get("namespace") or "default", "name": meta.get("name")})
+    return out

@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One job: the runner of the ``services_endpoint_info`` module (read-only).
+
+Reads, through the collection's ``Client``: the served API groups (when the platform must be detected or is
+OpenShift), the Nodes (detection only, through the preflight's detector), Infrastructure ``cluster``
+(``config.openshift.io/v1``, OpenShift only, when served), the namespace and ConfigMap
+``kubernetes-services-endpoint``, the operator's Deployment and pods. Then ``services_endpoint_rules`` derives
+and validates the endpoint. It never writes.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils import services_endpoint_rules as rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform_choice import choose_platform
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import served_group_versions
+
+OPENSHIFT_CONFIG_API = "config.openshift.io/v1"
+GATHER_CHOICES = ("platform", "endpoint", "configmap", "operator")
+
+
+def openshift_internal_uri(client, group_versions):
+    """Infrastructure ``cluster`` ``status.apiServerInternalURI`` when config.openshift.io is served."""
+    if OPENSHIFT_CONFIG_API not in group_versions:
+        return None
+    infra = client.get(OPENSHIFT_CONFIG_API, "infrastructures", "cluster")
+    return ((infra or {}).get("status") or {}).get("apiServerInternalURI") or None
+
+
+def run_services_endpoint_info(client, server_url, platform="auto", host=None, port=None, allow_ip=False,
+                               kops_cluster_name=None, openshift_cluster_name=None, openshift_base_domain=None,
+                               mke_host=rules.MKE_HOST, kops_host_prefix=rules.KOPS_HOST_PREFIX, ports=None,
+                               namespace="tigera-operator", configmap="kubernetes-services-endpoint",
+                               operator_deployment="tigera-operator", operator_selector="k8s-app=tigera-operator",
+                               previous_pods=None, gather=GATHER_CHOICES, prefix="", aws_dns=None):
+    gather = tuple(gather or GATHER_CHOICES)
+    server = rules.parse_server(server_url)
+    result = {"server": dict(server or {}, ip=bool(server) and rules.is_ip_literal(server["host"])),
+              "problems": []}
+    if "endpoint" in gather or "platform" in gather:
+        groups = None
+        if platform in (None, "", "auto") or (platform == "openshift" and "endpoint" in gather):
+            groups = served_group_versions(client)
+        chosen = choose_platform(client, platform or "auto", group_versions=groups)
+        result["platform"] = chosen
+        result["aws_dns"] = {"wanted": rules.aws_dns_wanted(aws_dns, chosen["name"]),
+                             "setting": aws_dns, "nameservers": list(rules.AWS_NAMESERVERS)}
+        if chosen["name"] not in rules.SUPPORTED_PLATFORMS:
+            result["problems"].append(rules.problem(
+                prefix, "platform", "%s is not supported by the eBPF data plane (detected from %s); set %s "
+                "to override" % (chosen["title"], "; ".join(((chosen["details"] or {}).get("detected") or {}).get(
+                    "evidence") or []) or "the nodes", rules.var_name(prefix, "platform"))))
+    if "endpoint" in gather and not result["problems"]:
+        internal = openshift_internal_uri(client, groups) if chosen["name"] == "openshift" else None
+        endpoint = rules.derive_endpoint(
+            chosen["name"], server=server, host=host, port=port, allow_ip=allow_ip,
+            kops_cluster_name=kops_cluster_name, openshift_cluster_name=openshift_cluster_name,
+            openshift_base_domain=openshift_base_domain, openshift_internal_uri=internal, mke_host=mke_host,
+            kops_host_prefix=kops_host_prefix, ports=ports, prefix=prefix)
+        result["problems"] = endpoint.pop("problems")
+        result["endpoint"] = endpoint
+        if chosen["name"] == "openshift":
+            result["openshift_internal_uri"] = internal
+    if "endpoint" in gather:
+        result["valid"] = not result["problems"]
+        result["data"] = (rules.configmap_data(result["endpoint"]["host"], result["endpoint"]["port"])
+                          if result["valid"] else None)
+    if "configmap" in gather:
+        ns = client.get("v1", "namespaces", namespace)
+        cm = client.get("v1", "configmaps", configmap, namespace=namespace) if ns is not None else None
+        current = None if cm is None else dict((cm.get("data") or {}))
+        result["configmap"] = {"namespace": namespace, "namespace_exists": ns is not None, "name": configmap,
+                               "exists": cm is not None, "data": current}
+        if result.get("data") is not None:
+            result["configmap"]["up_to_date"] = current is not None and all(
+                current.get(k) == v for k, v in result["data"].items())
+    if "operator" in gather:
+        dep = client.get("apps/v1", "deployments", operator_deployment, namespace=namespace)
+        pods = client.list("v1", "pods", namespace=namespace, label_selector=operator_selector)
+        progress = rules.deployment_progress(dep)
+        result["operator"] = {
+            "deployment": operator_deployment, "namespace": namespace, "selector": operator_selector,
+            "exists": progress["exists"], "rolled_out": progress["rolled_out"], "line": progress["line"],
+            "status": progress["status"], "conditions": progress.get("conditions", []),
+            "pods": sorted((p.get("metadata") or {}).get("name") for p in pods),
+            "pod_lines": [rules.pod_line(p) for p in pods],
+        }
+        if previous_pods is not None:
+            result["operator"]["restart"] = rules.restart_progress(pods, previous_pods)
+    result["api_requests"] = dict(client.requests)
+    return result

@@ -1,0 +1,358 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One job: the stable API server endpoint Calico should use, as pure functions (no Ansible, no client).
+
+``derive_endpoint`` turns the platform, the kubeconfig's server and the user's variables into the host and
+port of ConfigMap ``kubernetes-services-endpoint`` (step A2 of the specification), and validates them:
+the host has no scheme, path, port or spaces and is a DNS name (an IP literal only when allowed), the port
+is 1-65535. Problems are returned, never raised, each naming the variable to set (``prefix`` + field: the
+role passes ``services_endpoint_`` so messages name its variables).
+
+The platform-specific operator helpers (``deployment_progress``, ``restart_progress``) judge the operator's
+Deployment and pods read from the API, for the role's waits.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight_rules import (
+    AWS_DNS, PLATFORMS, PLATFORM_TITLES, UNSUPPORTED_PLATFORMS)
+
+try:
+    import ipaddress as _ipaddress
+except ImportError:  # pragma: no cover - Python 2.7 targets
+    _ipaddress = None
+
+try:
+    _STRING_TYPES = (str, unicode)  # noqa: F821  pylint: disable=undefined-variable
+except NameError:
+    _STRING_TYPES = (str,)
+
+SUPPORTED_PLATFORMS = tuple(p for p in PLATFORMS if p not in UNSUPPORTED_PLATFORMS)
+PLATFORM_CHOICES = ("auto",) + SUPPORTED_PLATFORMS
+HOST_KEY = "KUBERNETES_SERVICE_HOST"
+PORT_KEY = "KUBERNETES_SERVICE_PORT"
+MKE_HOST = "proxy.local"
+KOPS_HOST_PREFIX = "api.internal."
+DEFAULT_PORTS = {"kops": 443, "openshift": 6443, "eks": 443, "aks": 443, "mke": 6444}
+AWS_PLATFORMS = ("eks", "kops")
+AWS_NAMESERVERS = (AWS_DNS,)
+# the services_endpoint_info module's option names (``host`` and ``port`` are kubernetes.core auth options)
+MODULE_NAMES = {"host": "endpoint_host", "port": "endpoint_port"}
+
+_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+_SERVER = re.compile(r"^(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?(?P<host>\[[^\]]*\]|[^:/?#]*)"
+                     r"(?::(?P<port>[^/?#]*))?(?P<path>[/?#].*)?$")
+
+
+def var_name(prefix, field):
+    """The name of the variable (or option) for ``field``: ``prefix`` + field, or ``prefix[field]`` when
+    ``prefix`` is a mapping (the module's own option names, e.g. ``host`` -> ``endpoint_host``)."""
+    if isinstance(prefix, dict):
+        return prefix.get(field, field)
+    return "%s%s" % (prefix or "", field)
+
+
+def problem(prefix, field, message):
+    """One problem: ``{field, message}``; the message starts with the variable's name."""
+    name = var_name(prefix, field)
+    return {"field": name, "message": "%s: %s" % (name, message)}
+
+
+def is_ip_literal(host):
+    """True for an IPv4 or IPv6 address (with or without IPv6 brackets)."""
+    if not isinstance(host, _STRING_TYPES) or not host:
+        return False
+    text = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if _ipaddress is not None:
+        try:
+            _ipaddress.ip_address(u"%s" % text)
+            return True
+        except ValueError:
+            return False
+    if _IPV4.match(text):  # pragma: no cover - Python 2.7 targets
+        return all(int(part) <= 255 for part in text.split("."))
+    return ":" in text and re.match(r"^[0-9A-Fa-f:.]+$", text) is not None  # pragma: no cover
+
+
+def is_loopback_name(host):
+    """``localhost`` (and ``*.localhost``): only the node itself answers there."""
+    low = (host or "").lower().rstrip(".")
+    return low == "localhost" or low.endswith(".localhost")
+
+
+def parse_server(url):
+    """``{url, scheme, host, port, path}`` of a kubeconfig server URL; None when it is not one.
+
+    ``https://api.example.com`` -> port 443 (80 for http); ``https://[fd00::1]:6443`` -> host ``fd00::1``.
+    """
+    if not isinstance(url, _STRING_TYPES) or not url.strip():
+        return None
+    m = _SERVER.match(url.strip())
+    if not m or not m.group("host"):
+        return None
+    scheme = (m.group("scheme") or "https").lower()
+    host = m.group("host")
+    if host.startswith("["):
+        host = host[1:-1]
+    port_text = m.group("port")
+    if port_text:
+        if not port_text.isdigit():
+            return None
+        port = int(port_text)
+    else:
+        port = 80 if scheme == "http" else 443
+    return {"url": url.strip(), "scheme": scheme, "host": host, "port": port,
+            "path": m.group("path") or ""}
+
+
+def validate_host(host, prefix="", field="host"):
+    """Problems of a host name for KUBERNETES_SERVICE_HOST: no scheme, path, port, spaces; a DNS name or an
+    IP literal (the IP rule is ``check_ip``)."""
+    if not isinstance(host, _STRING_TYPES) or not host.strip():
+        return [problem(prefix, field, "is empty: give the API server's stable DNS name")]
+    if host != host.strip() or re.search(r"\s", host):
+        return [problem(prefix, field, "%r contains spaces: give the bare host name" % host)]
+    if "://" in host:
+        return [problem(prefix, field, "%r has a scheme: give the bare host name, without %s://"
+                        % (host, host.split("://", 1)[0]))]
+    if "/" in host or "?" in host or "#" in host:
+        return [problem(prefix, field, "%r has a path: give the bare host name" % host)]
+    if is_ip_literal(host):
+        if host.startswith("["):
+            return [problem(prefix, field, "%r: give the IPv6 address without brackets" % host)]
+        return []
+    if ":" in host:
+        return [problem(prefix, field, "%r contains a port: give the host alone and the port in %s"
+                        % (host, var_name(prefix, "port")))]
+    name = host[:-1] if host.endswith(".") else host
+    if len(name) > 253 or not all(_LABEL.match(label) for label in name.split(".")):
+        return [problem(prefix, field, "%r is not a valid DNS name (letters, digits, '-' and '.')" % host)]
+    return []
+
+
+def to_port(value):
+    """An int port from an int or a string of digits; None otherwise (booleans are not ports)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, _STRING_TYPES) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def validate_port(value, prefix="", field="port"):
+    port = to_port(value)
+    if port is None:
+        return [problem(prefix, field, "%r is not a port number (1-65535)" % (value,))]
+    if not 1 <= port <= 65535:
+        return [problem(prefix, field, "%d is out of range: a port is 1-65535" % port)]
+    return []
+
+
+def check_ip(host, allow_ip, origin, prefix=""):
+    """An IP literal (or localhost) is refused unless ``allow_ip``: a dynamic node IP changes on restart and
+    Calico then loses its connection to the API server."""
+    if allow_ip or not (is_ip_literal(host) or is_loopback_name(host)):
+        return []
+    what = "the loopback name %s" % host if is_loopback_name(host) else "the IP address %s" % host
+    return [problem(prefix, "allow_ip",
+                    "the API server host would be %s (%s). A node IP can change when the node restarts and "
+                    "Calico then loses its connection to the API server. Set %s to a stable DNS name or "
+                    "the load balancer's, or set %s: true if this address is static"
+                    % (what, origin, var_name(prefix, "host"), var_name(prefix, "allow_ip")))]
+
+
+def kops_cluster_name_from_host(host):
+    """The kOps cluster name from an API host ``api.<name>`` or ``api.internal.<name>``; None otherwise."""
+    low = (host or "").lower()
+    if is_ip_literal(low):
+        return None
+    for head in ("api.internal.", "api."):
+        if low.startswith(head) and len(low) > len(head):
+            return host[len(head):]
+    return None
+
+
+def derive_endpoint(platform, server=None, host=None, port=None, allow_ip=False, kops_cluster_name=None,
+                    openshift_cluster_name=None, openshift_base_domain=None, openshift_internal_uri=None,
+                    mke_host=MKE_HOST, kops_host_prefix=KOPS_HOST_PREFIX, ports=None, prefix=""):
+    """``{platform, host, port, host_source, port_source, problems}``.
+
+    ``server`` is ``parse_server`` of the kubeconfig in use (or None). Explicit ``host``/``port`` win;
+    otherwise per platform - kubeadm/generic: the kubeconfig's server; kOps: ``api.internal.<cluster>``
+    (the cluster name from ``kops_cluster_name`` or the server's ``api.<cluster>``), 443; OpenShift:
+    ``api.<cluster_name>.<base_domain>`` from the two names, else Infrastructure ``cluster``
+    ``status.apiServerInternalURI``, else the server when it is ``api.*``, 6443; EKS and AKS: the server's
+    FQDN, 443; MKE: ``proxy.local``, 6444.
+    """
+    ports = dict(DEFAULT_PORTS, **(ports or {}))
+    out = {"platform": platform, "host": None, "port": None, "host_source": None, "port_source": None,
+           "problems": []}
+    problems = out["problems"]
+    p = prefix or ""
+
+    def n(field):
+        return var_name(p, field)
+    if platform not in SUPPORTED_PLATFORMS:
+        title = PLATFORM_TITLES.get(platform, platform)
+        problems.append(problem(p, "platform", "%s is not supported by the eBPF data plane (choose one of %s)"
+                                % (title, ", ".join(SUPPORTED_PLATFORMS))))
+        return out
+    server_text = "the kubeconfig's server %s" % server["url"] if server else None
+    derived_host, derived_port, host_source, port_source = None, None, None, None
+
+    if platform in ("kubeadm", "generic", "eks", "aks"):
+        if server:
+            derived_host, host_source = server["host"], server_text
+            if platform in ("eks", "aks"):
+                derived_port, port_source = ports[platform], "the %s default" % PLATFORM_TITLES[platform]
+            else:
+                derived_port, port_source = server["port"], server_text
+        elif not host:
+            problems.append(problem(p, "host", "the kubeconfig in use has no server URL to derive the API "
+                                               "server host from: set it"))
+    elif platform == "kops":
+        name = kops_cluster_name or (kops_cluster_name_from_host(server["host"]) if server else None)
+        if name:
+            derived_host = "%s%s" % (kops_host_prefix, name)
+            host_source = (n("kops_cluster_name") if kops_cluster_name
+                           else "the kOps cluster name in %s" % server_text)
+        elif not host:
+            problems.append(problem(p, "kops_cluster_name", "the kOps cluster name is needed for the endpoint "
+                                    "%s<cluster name> (the kubeconfig's server does not show it): set it"
+                                    % kops_host_prefix))
+        derived_port, port_source = ports["kops"], "the kOps default"
+    elif platform == "openshift":
+        derived_port, port_source = ports["openshift"], "the OpenShift default"
+        internal = parse_server(openshift_internal_uri) if openshift_internal_uri else None
+        if openshift_cluster_name and openshift_base_domain:
+            derived_host = "api.%s.%s" % (openshift_cluster_name, openshift_base_domain)
+            host_source = "%s and %s" % (n("openshift_cluster_name"), n("openshift_base_domain"))
+        elif (openshift_cluster_name or openshift_base_domain) and not host:
+            missing = "openshift_base_domain" if openshift_cluster_name else "openshift_cluster_name"
+            problems.append(problem(p, missing, "needed with %s (the host is api.<cluster_name>.<base_domain>)"
+                                    % n("openshift_cluster_name" if openshift_cluster_name
+                                        else "openshift_base_domain")))
+        elif internal:
+            derived_host = internal["host"]
+            host_source = "Infrastructure cluster status.apiServerInternalURI %s" % internal["url"]
+            derived_port, port_source = internal["port"], host_source
+        elif server and server["host"].lower().startswith("api."):
+            derived_host, host_source = server["host"], server_text
+        elif not host:
+            problems.append(problem(p, "openshift_cluster_name", "the OpenShift API host api.<cluster_name>."
+                                    "<base_domain> cannot be derived (no Infrastructure status, the "
+                                    "kubeconfig's server is not api.*): set %s and %s, or %s"
+                                    % (n("openshift_cluster_name"), n("openshift_base_domain"), n("host"))))
+    elif platform == "mke":
+        derived_host, host_source = mke_host, "the MKE default (a reverse proxy on each node)"
+        derived_port, port_source = ports["mke"], "the MKE default"
+
+    if host is not None and host != "":
+        out["host"], out["host_source"] = host, n("host")
+    else:
+        out["host"], out["host_source"] = derived_host, host_source
+    if port is not None and port != "":
+        out["port"], out["port_source"] = port, n("port")
+    else:
+        out["port"], out["port_source"] = derived_port, port_source
+
+    if out["host"] is not None and not problems:
+        host_problems = validate_host(out["host"], prefix=p)
+        if host_problems and out["host_source"] != n("host"):
+            for item in host_problems:
+                item["message"] += " (derived from %s: set %s)" % (out["host_source"], n("host"))
+        problems.extend(host_problems)
+        if not host_problems:
+            problems.extend(check_ip(out["host"], allow_ip, "from %s" % out["host_source"], prefix=p))
+    if out["port"] is not None:
+        port_problems = validate_port(out["port"], prefix=p)
+        if port_problems and out["port_source"] != n("port"):
+            for item in port_problems:
+                item["message"] += " (from %s: set %s)" % (out["port_source"], n("port"))
+        problems.extend(port_problems)
+        if not port_problems:
+            out["port"] = to_port(out["port"])
+    elif not problems:
+        problems.append(problem(p, "port", "cannot be derived: set it"))
+    return out
+
+
+def configmap_data(host, port):
+    """The ConfigMap's data: both values strings (the operator reads them as environment variables)."""
+    return {HOST_KEY: "%s" % host, PORT_KEY: "%d" % int(port)}
+
+
+def aws_dns_wanted(setting, platform):
+    """Whether to patch the operator's DNS: the user's ``true``/``false`` wins; unset: EKS and kOps."""
+    if setting is None or setting == "":
+        return platform in AWS_PLATFORMS
+    return bool(setting)
+
+
+# -- the operator (Deployment and pods) -------------------------------------------------------------
+
+def _int(value):
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def deployment_progress(dep):
+    """``{exists, rolled_out, line, status}`` of a Deployment read from the API (None: absent)."""
+    if not dep:
+        return {"exists": False, "rolled_out": False, "line": "Deployment not found", "status": {}}
+    meta, spec, status = dep.get("metadata") or {}, dep.get("spec") or {}, dep.get("status") or {}
+    wanted = _int(spec.get("replicas", 1))
+    numbers = {"replicas": wanted, "updated": _int(status.get("updatedReplicas")),
+               "ready": _int(status.get("readyReplicas")), "available": _int(status.get("availableReplicas")),
+               "total": _int(status.get("replicas")), "generation": _int(meta.get("generation")),
+               "observedGeneration": _int(status.get("observedGeneration"))}
+    rolled = (numbers["observedGeneration"] >= numbers["generation"] and numbers["updated"] == wanted
+              and numbers["ready"] == wanted and numbers["available"] == wanted and numbers["total"] == wanted)
+    conditions = ["%s=%s%s" % (c.get("type"), c.get("status"), (" (%s)" % c["message"]) if c.get("message") else "")
+                  for c in status.get("conditions") or []]
+    line = ("%s/%s: %d wanted, %d updated, %d ready, %d available, %d total (generation %d, observed %d)%s"
+            % (meta.get("namespace"), meta.get("name"), wanted, numbers["updated"], numbers["ready"],
+               numbers["available"], numbers["total"], numbers["generation"], numbers["observedGeneration"],
+               ("; conditions: " + "; ".join(conditions)) if conditions else ""))
+    return {"exists": True, "rolled_out": rolled, "line": line, "status": numbers, "conditions": conditions}
+
+
+def pod_ready(pod):
+    status = pod.get("status") or {}
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if status.get("phase") != "Running":
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+def pod_line(pod):
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    state = status.get("phase") or "Unknown"
+    if meta.get("deletionTimestamp"):
+        state += ", terminating"
+    state += ", ready" if pod_ready(pod) else ", not ready"
+    return "%s (%s)" % (meta.get("name"), state)
+
+
+def restart_progress(pods, previous):
+    """After deleting the operator pods named in ``previous``: done when none of them is left and a new pod
+    is Running and Ready. ``{restarted, new_ready, old_left, line}``."""
+    previous = set(previous or ())
+    names = [(p.get("metadata") or {}).get("name") for p in pods]
+    new_ready = sorted((p.get("metadata") or {}).get("name") for p in pods
+                       if (p.get("metadata") or {}).get("name") not in previous and pod_ready(p))
+    old_left = sorted(n for n in names if n in previous)
+    line = "operator pods: %s" % (", ".join(pod_line(p) for p in pods) or "none")
+    return {"restarted": bool(new_ready) and not old_left, "new_ready": new_ready, "old_left": old_left,
+            "line": line}

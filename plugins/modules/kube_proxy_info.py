@@ -1,0 +1,227 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: kube_proxy_info
+short_description: Tell how kube-proxy runs and what turns it off (or on) on this platform (read-only)
+version_added: 0.1.0
+author:
+  - calico_ops maintainers (@calico-ops)
+description:
+  - Reads the platform (O(platform), or the preflight's detection with V(auto)), DaemonSet
+    C(kube-system/kube-proxy), its pods and mode (ConfigMap C(kube-proxy) or C(kube-proxy-config), or the
+    C(--proxy-mode) flag) and, per platform, the object that turns kube-proxy off - OpenShift's
+    C(networks.operator.openshift.io) C(cluster), AKS's FelixConfiguration C(default) (through
+    C(projectcalico.org/v3) when served, else C(crd.projectcalico.org/v1)) - or the kOps commands.
+  - Returns the merge patches for O(state) and, for the waits, whether the DaemonSet has settled (0 scheduled
+    pods when disabled, every desired pod updated and ready when enabled) with a line quoting its status.
+  - Never writes.
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  state:
+    description: The state wanted; the patches and C(daemonset.settled) are for it.
+    type: str
+    default: disabled
+    choices: [disabled, enabled]
+  platform:
+    description: The platform; V(auto) uses the preflight's detection.
+    type: str
+    default: auto
+    choices: [auto, generic, kubeadm, openshift, kops, mke, eks, aks]
+  namespace:
+    description: kube-proxy's namespace.
+    type: str
+    default: kube-system
+  daemonset:
+    description: kube-proxy's DaemonSet.
+    type: str
+    default: kube-proxy
+  configmaps:
+    description: ConfigMaps that may hold kube-proxy's configuration (the first that exists is read).
+    type: list
+    elements: str
+    default: [kube-proxy, kube-proxy-config]
+  pod_selector:
+    description: Label selector of kube-proxy pods when there is no DaemonSet (for example on MKE).
+    type: str
+    default: k8s-app=kube-proxy
+  node_selector:
+    description: The nodeSelector that matches no node (added to disable, its keys removed to enable).
+    type: dict
+    default: {non-calico: "true"}
+  target_mode:
+    description: The mode an IPVS kube-proxy is switched to.
+    type: str
+    default: iptables
+  openshift_name:
+    description: OpenShift - the Network operator config's name.
+    type: str
+    default: cluster
+  openshift_field:
+    description: OpenShift - the field under C(spec) that deploys kube-proxy.
+    type: str
+    default: deployKubeProxy
+  felix_name:
+    description: AKS - the FelixConfiguration's name.
+    type: str
+    default: default
+  felix_field:
+    description: AKS - the FelixConfiguration field set to false.
+    type: str
+    default: bpfKubeProxyIptablesCleanupEnabled
+  kops_cluster_name:
+    description: kOps - the cluster name (default - from the kubeconfig's server C(api.<cluster name>)).
+    type: str
+  kops_state_store:
+    description: kOps - the state store (for example V(s3://bucket)).
+    type: str
+  kops_binary:
+    description: kOps - the CLI, as the commands should name it.
+    type: str
+    default: kops
+  kops_spec_file:
+    description: kOps - the file the commands write the cluster spec to.
+    type: str
+    default: cluster.yaml
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing is changed, nothing to diff.
+requirements:
+  - kubernetes >= 24.2.0
+seealso:
+  - module: calico_ops.lifecycle.merge_patch
+  - module: calico_ops.lifecycle.ebpf_preflight
+"""
+
+EXAMPLES = r"""
+- name: Read kube-proxy on a kubeadm cluster
+  calico_ops.lifecycle.kube_proxy_info:
+    platform: kubeadm
+  register: kube_proxy
+
+- name: Wait until kube-proxy runs nowhere
+  calico_ops.lifecycle.kube_proxy_info:
+    platform: kubeadm
+    state: disabled
+  register: poll
+  until: poll.daemonset.settled
+  retries: 60
+  delay: 5
+"""
+
+RETURN = r"""
+platform:
+  description: The platform used - C(name), C(source) (V(user) or V(detected)), C(title), C(details) (the preflight's).
+  returned: always
+  type: dict
+daemonset:
+  description:
+    - C(present), C(node_selector), C(selector_applied) (the non-matching selector is in place), C(pods),
+      C(settled) for O(state), C(line) (the status numbers), C(status), C(patch) (the merge patch for O(state)).
+  returned: always
+  type: dict
+  sample:
+    present: true
+    node_selector: {kubernetes.io/os: linux}
+    selector_applied: false
+    pods: 3
+    settled: false
+    line: >-
+      DaemonSet kube-system/kube-proxy: desired 3, current 3, updated 3, ready 3, available 3, unavailable 0,
+      misscheduled 0, pods 3 (generation 1, observed 1)
+    patch: {spec: {template: {spec: {nodeSelector: {non-calico: "true"}}}}}
+running:
+  description: Whether kube-proxy runs (live pods, or a DaemonSet that wants pods and is not disabled).
+  returned: always
+  type: bool
+mode:
+  description:
+    - kube-proxy's mode and where it is set (C(configmap) and C(key), or C(container) for the flag); C(ipvs);
+      C(switch) - the ConfigMap merge patch or the DaemonSet patch that sets O(target_mode).
+  returned: always
+  type: dict
+openshift:
+  description: OpenShift - whether the Network API is served, the object exists, the current value and the patch.
+  returned: when the platform is openshift
+  type: dict
+felix:
+  description: AKS - the FelixConfiguration API version used, whether C(default) exists, its value, the patch and the body to create.
+  returned: when the platform is aks
+  type: dict
+kops:
+  description: kOps - the cluster name, the state store and the exact commands for O(state).
+  returned: when the platform is kops
+  type: dict
+mke:
+  description: MKE - whether the role must fail and the message naming the install flags.
+  returned: when the platform is mke
+  type: dict
+api_requests:
+  description: How many API requests the module made (C(read), C(write); write is always 0).
+  returned: always
+  type: dict
+"""
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+    Client, ClientError, auth_argument_spec)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import run_kube_proxy_info
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy_rules import (
+    DEFAULT_NODE_SELECTOR, FELIX_FIELD, STATES)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint_rules import PLATFORM_CHOICES
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+
+
+def main():
+    argument_spec = auth_argument_spec()
+    argument_spec.update(
+        state=dict(type="str", default="disabled", choices=list(STATES)),
+        platform=dict(type="str", default="auto", choices=list(PLATFORM_CHOICES)),
+        namespace=dict(type="str", default="kube-system"),
+        daemonset=dict(type="str", default="kube-proxy"),
+        configmaps=dict(type="list", elements="str", default=["kube-proxy", "kube-proxy-config"]),
+        pod_selector=dict(type="str", default="k8s-app=kube-proxy"),
+        node_selector=dict(type="dict", default=dict(DEFAULT_NODE_SELECTOR)),
+        target_mode=dict(type="str", default="iptables"),
+        openshift_name=dict(type="str", default="cluster"),
+        openshift_field=dict(type="str", default="deployKubeProxy"),
+        felix_name=dict(type="str", default="default"),
+        felix_field=dict(type="str", default=FELIX_FIELD),
+        kops_cluster_name=dict(type="str"),
+        kops_state_store=dict(type="str", no_log=False),
+        kops_binary=dict(type="str", default="kops"),
+        kops_spec_file=dict(type="str", default="cluster.yaml"),
+    )
+    module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True)
+    p = module.params
+    if not p["node_selector"]:
+        module.fail_json(msg="node_selector: must have at least one key (a label no node carries)")
+    try:
+        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+        server_url = get_api_client(module=module).configuration.host
+        result = run_kube_proxy_info(
+            Client.from_module(module), server_url=server_url, state=p["state"], platform=p["platform"],
+            namespace=p["namespace"], daemonset=p["daemonset"], configmaps=p["configmaps"],
+            pod_selector=p["pod_selector"], node_selector=p["node_selector"], target_mode=p["target_mode"],
+            openshift_name=p["openshift_name"], openshift_field=p["openshift_field"], felix_name=p["felix_name"],
+            felix_field=p["felix_field"], kops_cluster_name=p["kops_cluster_name"],
+            kops_state_store=p["kops_state_store"], kops_binary=p["kops_binary"],
+            kops_spec_file=p["kops_spec_file"])
+    except ClientError as exc:
+        module.fail_json(msg="kube-proxy: %s" % exc)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

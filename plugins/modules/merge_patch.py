@@ -1,0 +1,172 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: merge_patch
+short_description: JSON merge patch one Kubernetes object, only when the patch changes it
+version_added: 0.1.0
+author:
+  - calico_ops maintainers (@calico-ops)
+description:
+  - Reads the object, applies the JSON merge patch (RFC 7386) locally and compares. When nothing would change,
+    nothing is sent (C(changed=false) and no write request). Otherwise one PATCH with
+    C(application/merge-patch+json); a V(null) value removes a key, other keys stay.
+  - A missing object is an error (O(missing=fail)), skipped (O(missing=skip)) or created from O(create) with
+    the patch merged in (O(missing=create)).
+  - In check mode the same decision is made and nothing is sent to the API server (not even a dry-run).
+  - The diff shows only the paths the patch touches, before and after.
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  api_version:
+    description: The object's C(apiVersion), for example V(apps/v1) or V(v1).
+    type: str
+    required: true
+  resource:
+    description: The resource name (plural, lower case), for example V(daemonsets), V(configmaps).
+    type: str
+    required: true
+  name:
+    description: The object's name.
+    type: str
+    required: true
+  namespace:
+    description: The namespace (omit for cluster-scoped objects).
+    type: str
+  patch:
+    description: The JSON merge patch.
+    type: dict
+    default: {}
+  missing:
+    description: What to do when the object does not exist.
+    type: str
+    default: fail
+    choices: [fail, skip, create]
+  create:
+    description: The object to create when it is missing and O(missing=create) (O(patch) is merged into it).
+    type: dict
+  lock:
+    description: Send the read C(metadata.resourceVersion) with the patch so a concurrent change is refused (409).
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Decides and reports what would change; sends no write.
+  diff_mode:
+    support: full
+    description: Before and after of the paths the patch touches (or the whole object when it is created).
+requirements:
+  - kubernetes >= 24.2.0
+"""
+
+EXAMPLES = r"""
+- name: Keep kube-proxy off every node (a nodeSelector that matches none)
+  calico_ops.lifecycle.merge_patch:
+    api_version: apps/v1
+    resource: daemonsets
+    namespace: kube-system
+    name: kube-proxy
+    patch:
+      spec: {template: {spec: {nodeSelector: {non-calico: "true"}}}}
+
+- name: Remove only that key again
+  calico_ops.lifecycle.merge_patch:
+    api_version: apps/v1
+    resource: daemonsets
+    namespace: kube-system
+    name: kube-proxy
+    patch:
+      spec: {template: {spec: {nodeSelector: {non-calico: null}}}}
+
+- name: Create the ConfigMap or update its two keys
+  calico_ops.lifecycle.merge_patch:
+    api_version: v1
+    resource: configmaps
+    namespace: tigera-operator
+    name: kubernetes-services-endpoint
+    patch:
+      data: {KUBERNETES_SERVICE_HOST: api.example.com, KUBERNETES_SERVICE_PORT: "443"}
+    missing: create
+    create: {apiVersion: v1, kind: ConfigMap}
+"""
+
+RETURN = r"""
+exists:
+  description: Whether the object existed before.
+  returned: always
+  type: bool
+created:
+  description: Whether it was (or in check mode would be) created.
+  returned: always
+  type: bool
+before:
+  description: The parts of the object the patch touches, before.
+  returned: when the object existed or was created
+  type: dict
+  sample: {spec: {template: {spec: {nodeSelector: {kubernetes.io/os: linux}}}}}
+after:
+  description: The same parts after the patch.
+  returned: when the object existed or was created
+  type: dict
+  sample: {spec: {template: {spec: {nodeSelector: {kubernetes.io/os: linux, non-calico: "true"}}}}}
+patch:
+  description: The merge patch.
+  returned: always
+  type: dict
+object:
+  description: The object after the change (in check mode, as it would be); null when missing and skipped.
+  returned: always
+  type: dict
+resource:
+  description: What was patched (C(<apiVersion>/<resource> <namespace>/<name>)).
+  returned: always
+  type: str
+  sample: apps/v1/daemonsets kube-system/kube-proxy
+api_requests:
+  description: How many API requests the module made (C(read), C(write)).
+  returned: always
+  type: dict
+  sample: {read: 1, write: 1}
+"""
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+    Client, ClientError, auth_argument_spec)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.merge_patch import (
+    MISSING_CHOICES, run_merge_patch)
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+
+
+def main():
+    argument_spec = auth_argument_spec()
+    argument_spec.update(
+        api_version=dict(type="str", required=True),
+        resource=dict(type="str", required=True),
+        name=dict(type="str", required=True),
+        namespace=dict(type="str"),
+        patch=dict(type="dict", default={}),
+        missing=dict(type="str", default="fail", choices=list(MISSING_CHOICES)),
+        create=dict(type="dict"),
+        lock=dict(type="bool", default=False),
+    )
+    module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True,
+                              required_if=[("missing", "create", ("create",))])
+    p = module.params
+    try:
+        result = run_merge_patch(Client.from_module(module), p["api_version"], p["resource"], p["name"],
+                                 p["patch"], namespace=p["namespace"], missing=p["missing"], create=p["create"],
+                                 lock=p["lock"], want_diff=module._diff)
+    except ClientError as exc:
+        module.fail_json(msg="merge patch: %s" % exc, status=exc.status)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

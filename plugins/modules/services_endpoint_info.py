@@ -1,0 +1,252 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: services_endpoint_info
+short_description: Derive and validate the stable API server endpoint Calico should use (read-only)
+version_added: 0.1.0
+author:
+  - calico_ops maintainers (@calico-ops)
+description:
+  - Reports the API server of the connection in use (the server URL of the kubeconfig, from kubernetes.core's
+    client configuration) and derives, per platform, the stable host and port for ConfigMap
+    C(kubernetes-services-endpoint) (C(KUBERNETES_SERVICE_HOST), C(KUBERNETES_SERVICE_PORT), both strings).
+  - Explicit O(endpoint_host) and O(endpoint_port) win. Otherwise - kubeadm and generic - the kubeconfig's server; kOps -
+    C(api.internal.<cluster name>), port 443; OpenShift - C(api.<cluster_name>.<base_domain>), else
+    Infrastructure C(cluster) C(status.apiServerInternalURI), else the kubeconfig's server when it is
+    C(api.*), port 6443; EKS and AKS - the FQDN of the cluster endpoint (the kubeconfig's server, as
+    C(kubectl cluster-info) shows it), port 443; MKE - C(proxy.local), port 6444.
+  - Validation - the host has no scheme, path, port or spaces and is a DNS name; an IP literal (or
+    C(localhost)) only with O(allow_ip=true) (a dynamic node IP changes on restart and Calico loses the API
+    server); the port is 1-65535. Problems name the variable to set (O(names_prefix) followed by the option).
+  - With O(platform=auto) the platform is the one the preflight detects (M(calico_ops.lifecycle.ebpf_preflight)'s
+    detector, from node labels, providerID and served API groups).
+  - Also reports the current ConfigMap and the operator's Deployment and pods (O(gather)). Never writes.
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  platform:
+    description: The platform; V(auto) uses the preflight's detection.
+    type: str
+    default: auto
+    choices: [auto, generic, kubeadm, openshift, kops, mke, eks, aks]
+  endpoint_host:
+    description: The API server host to use, instead of deriving it.
+    type: str
+  endpoint_port:
+    description: The API server port to use, instead of the platform's.
+    type: int
+  allow_ip:
+    description: Accept an IP literal as the host (only when that address is static).
+    type: bool
+    default: false
+  kops_cluster_name:
+    description: kOps - the cluster name (default - from the kubeconfig's server C(api.<cluster name>)).
+    type: str
+  openshift_cluster_name:
+    description: OpenShift - the cluster name of C(api.<cluster_name>.<base_domain>).
+    type: str
+  openshift_base_domain:
+    description: OpenShift - the base domain of C(api.<cluster_name>.<base_domain>).
+    type: str
+  mke_host:
+    description: MKE - the host of the reverse proxy on each node.
+    type: str
+    default: proxy.local
+  kops_host_prefix:
+    description: kOps - the prefix of the internal API name.
+    type: str
+    default: api.internal.
+  ports:
+    description: The port per platform, merged over the defaults C({kops 443, openshift 6443, eks 443, aks 443, mke 6444}).
+    type: dict
+    default: {}
+  namespace:
+    description: The operator's namespace (where the ConfigMap lives).
+    type: str
+    default: tigera-operator
+  configmap:
+    description: The ConfigMap's name.
+    type: str
+    default: kubernetes-services-endpoint
+  operator_deployment:
+    description: The operator's Deployment.
+    type: str
+    default: tigera-operator
+  operator_selector:
+    description: Label selector of the operator's pods.
+    type: str
+    default: k8s-app=tigera-operator
+  previous_pods:
+    description:
+      - Names of operator pods that were deleted; C(operator.restart) tells whether they are gone and a new pod
+        is Running and Ready (for a wait with C(until)).
+    type: list
+    elements: str
+  aws_dns:
+    description:
+      - Whether the operator should use the AWS DNS server (C(aws_dns.wanted)); unset - true on EKS and kOps.
+    type: bool
+  gather:
+    description:
+      - What to read - the platform alone, the endpoint (platform, derivation, validation), the ConfigMap, the
+        operator.
+    type: list
+    elements: str
+    default: [platform, endpoint, configmap, operator]
+    choices: [platform, endpoint, configmap, operator]
+  names_prefix:
+    description:
+      - Prefix of the names in problem messages (the role passes C(services_endpoint_), so messages name its
+        variables, for example C(services_endpoint_host)). Empty - the module's option names.
+    type: str
+    default: ""
+  fail_on_problems:
+    description: Fail when the endpoint is not valid (otherwise RV(problems) lists why).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing is changed, nothing to diff.
+requirements:
+  - kubernetes >= 24.2.0
+seealso:
+  - module: calico_ops.lifecycle.merge_patch
+  - module: calico_ops.lifecycle.ebpf_preflight
+"""
+
+EXAMPLES = r"""
+- name: Derive the endpoint for an EKS cluster
+  calico_ops.lifecycle.services_endpoint_info:
+    platform: eks
+  register: endpoint
+
+- name: A single control-plane kubeadm cluster whose node IP is static
+  calico_ops.lifecycle.services_endpoint_info:
+    platform: kubeadm
+    allow_ip: true
+"""
+
+RETURN = r"""
+server:
+  description: The API server of the connection in use (the kubeconfig's server), parsed.
+  returned: always
+  type: dict
+  sample: {url: "https://api.demo.example.com:6443", scheme: https, host: api.demo.example.com, port: 6443, path: "", ip: false}
+platform:
+  description: The platform used - C(name), C(source) (V(user) or V(detected)), C(title), C(details) (the preflight's).
+  returned: when O(gather) has V(platform) or V(endpoint)
+  type: dict
+  sample: {name: kubeadm, source: user, title: kubeadm, details: null}
+aws_dns:
+  description: Whether the operator's Deployment should use the AWS DNS server, and its address.
+  returned: when O(gather) has V(platform) or V(endpoint)
+  type: dict
+  sample: {wanted: true, setting: null, nameservers: [169.254.169.253]}
+endpoint:
+  description: The host and port and where each came from.
+  returned: when O(gather) has V(endpoint)
+  type: dict
+  sample:
+    platform: eks
+    host: ABC.gr7.eu-west-1.eks.amazonaws.com
+    port: 443
+    host_source: "the kubeconfig's server https://ABC.gr7.eu-west-1.eks.amazonaws.com"
+    port_source: the Amazon EKS default
+data:
+  description: The ConfigMap data to write (strings); null when not valid.
+  returned: when O(gather) has V(endpoint)
+  type: dict
+  sample: {KUBERNETES_SERVICE_HOST: api.demo.example.com, KUBERNETES_SERVICE_PORT: "6443"}
+valid:
+  description: True when there is no problem.
+  returned: when O(gather) has V(endpoint)
+  type: bool
+problems:
+  description: Why the endpoint is not valid; each C(field) (the variable to set) and C(message).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{field: services_endpoint_allow_ip, message: "services_endpoint_allow_ip: the API server host would be the IP address 10.0.0.5 ..."}]
+configmap:
+  description: The namespace and ConfigMap as they are - C(namespace_exists), C(exists), C(data), C(up_to_date).
+  returned: when O(gather) has V(configmap)
+  type: dict
+operator:
+  description:
+    - The operator's Deployment (C(exists), C(rolled_out), C(line) quoting its status and conditions) and pods
+      (C(pods), C(pod_lines)); C(restart) when O(previous_pods) is given.
+  returned: when O(gather) has V(operator)
+  type: dict
+api_requests:
+  description: How many API requests the module made (C(read), C(write); write is always 0).
+  returned: always
+  type: dict
+  sample: {read: 5, write: 0}
+"""
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+    Client, ClientError, auth_argument_spec)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import (
+    GATHER_CHOICES, run_services_endpoint_info)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint_rules import (
+    KOPS_HOST_PREFIX, MKE_HOST, MODULE_NAMES, PLATFORM_CHOICES)
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+
+
+def main():
+    argument_spec = auth_argument_spec()
+    argument_spec.update(
+        platform=dict(type="str", default="auto", choices=list(PLATFORM_CHOICES)),
+        endpoint_host=dict(type="str"),
+        endpoint_port=dict(type="int"),
+        allow_ip=dict(type="bool", default=False),
+        kops_cluster_name=dict(type="str"),
+        openshift_cluster_name=dict(type="str"),
+        openshift_base_domain=dict(type="str"),
+        mke_host=dict(type="str", default=MKE_HOST),
+        kops_host_prefix=dict(type="str", default=KOPS_HOST_PREFIX),
+        ports=dict(type="dict", default={}),
+        namespace=dict(type="str", default="tigera-operator"),
+        configmap=dict(type="str", default="kubernetes-services-endpoint"),
+        operator_deployment=dict(type="str", default="tigera-operator"),
+        operator_selector=dict(type="str", default="k8s-app=tigera-operator"),
+        previous_pods=dict(type="list", elements="str"),
+        gather=dict(type="list", elements="str", default=list(GATHER_CHOICES), choices=list(GATHER_CHOICES)),
+        names_prefix=dict(type="str", default=""),
+        fail_on_problems=dict(type="bool", default=True),
+        aws_dns=dict(type="bool"),
+    )
+    module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True)
+    p = module.params
+    try:
+        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+        server_url = get_api_client(module=module).configuration.host
+        result = run_services_endpoint_info(
+            Client.from_module(module), server_url, platform=p["platform"], host=p["endpoint_host"], port=p["endpoint_port"],
+            allow_ip=p["allow_ip"], kops_cluster_name=p["kops_cluster_name"],
+            openshift_cluster_name=p["openshift_cluster_name"], openshift_base_domain=p["openshift_base_domain"],
+            mke_host=p["mke_host"], kops_host_prefix=p["kops_host_prefix"], ports=p["ports"],
+            namespace=p["namespace"], configmap=p["configmap"], operator_deployment=p["operator_deployment"],
+            operator_selector=p["operator_selector"], previous_pods=p["previous_pods"], gather=p["gather"],
+            prefix=p["names_prefix"] or dict(MODULE_NAMES), aws_dns=p["aws_dns"])
+    except ClientError as exc:
+        module.fail_json(msg="services endpoint: %s" % exc)
+    if p["fail_on_problems"] and result["problems"]:
+        module.fail_json(msg="; ".join(x["message"] for x in result["problems"]), changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

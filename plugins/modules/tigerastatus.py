@@ -1,0 +1,141 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: tigerastatus
+short_description: Read, or wait for, the Tigera operator's TigeraStatus components
+version_added: 0.1.0
+description:
+  - Lists C(TigeraStatus) (C(operator.tigera.io/v1), cluster-scoped) once and reports each component's
+    C(Available), C(Progressing) and C(Degraded) conditions.
+  - >-
+    With O(wait=true) the action plugin polls until every component is Available, not Progressing and not
+    Degraded (and every name in O(expected) exists), printing one progress line per poll such as
+    C(calico: Progressing (ResourceNotReady: ...)). On timeout it fails quoting each component's reason and
+    message as the operator wrote them.
+  - Read-only; never writes to the cluster.
+author:
+  - calico_ops maintainers (@calico-ops)
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  expected:
+    description: Component names that must exist (for example V(calico), V(apiserver)).
+    type: list
+    elements: str
+    default: []
+  wait:
+    description: Poll until ready or O(timeout).
+    type: bool
+    default: false
+  timeout:
+    description: Seconds to wait when O(wait=true).
+    type: int
+    default: 600
+  poll_interval:
+    description: Seconds between polls when O(wait=true).
+    type: int
+    default: 10
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing to diff.
+  action:
+    support: full
+    description: The wait loop runs in an action plugin on the controller, so progress is shown per poll.
+requirements:
+  - kubernetes >= 24.2.0
+"""
+
+EXAMPLES = r"""
+- name: Wait for every Calico component to be Available
+  calico_ops.lifecycle.tigerastatus:
+    expected: [calico]
+    wait: true
+    timeout: 900
+
+- name: Read the status table once
+  calico_ops.lifecycle.tigerastatus:
+  register: status
+"""
+
+RETURN = r"""
+installed:
+  description: Whether the TigeraStatus CRD is served.
+  returned: always
+  type: bool
+ready:
+  description: Every component Available (not Progressing, not Degraded) and every expected name present.
+  returned: always
+  type: bool
+missing:
+  description: Expected names that have no TigeraStatus yet.
+  returned: always
+  type: list
+  elements: str
+components:
+  description: One entry per TigeraStatus.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: calico
+      available: "True"
+      progressing: "False"
+      degraded: "False"
+      state: Available
+      reason: AllObjectsAvailable
+      message: All objects are available
+      ready: true
+lines:
+  description: One line per component, as printed while waiting.
+  returned: always
+  type: list
+  elements: str
+waited:
+  description: Seconds waited (with O(wait=true)).
+  returned: when wait
+  type: int
+polls:
+  description: Number of polls made (with O(wait=true)).
+  returned: when wait
+  type: int
+"""
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+    Client, ClientError, auth_argument_spec)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.tigerastatus import read
+
+try:
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+except ImportError:  # pragma: no cover
+    from ansible.module_utils.basic import AnsibleModule as AnsibleK8SModule
+
+
+def main():
+    spec = auth_argument_spec()
+    spec.update(
+        expected=dict(type="list", elements="str", default=[]),
+        wait=dict(type="bool", default=False),
+        timeout=dict(type="int", default=600),
+        poll_interval=dict(type="int", default=10),
+    )
+    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
+    try:
+        result = read(Client.from_module(module), module.params["expected"])
+    except ClientError as exc:
+        module.fail_json(msg="reading TigeraStatus failed: %s" % exc)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""manifest apply: dry run first, write only what would change (stub client; the real API is in
+tests/integration/test_install_ebpf.py)."""
+
+import copy
+
+import pytest
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils import apply as ap
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
+
+
+class StubClient:
+    """Serves /api/v1 discovery and keeps objects; SSA = merge of the body into the stored object."""
+
+    def __init__(self, objects=None):
+        self.objects = objects or {}
+        self.calls = []
+
+    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False):
+        self.calls.append((method, path, bool(dry_run)))
+        if path == "/api/v1":
+            return {"resources": [{"name": "configmaps", "kind": "ConfigMap", "namespaced": True, "verbs": ["list"]},
+                                  {"name": "namespaces", "kind": "Namespace", "namespaced": False, "verbs": ["list"]}]}
+        if method == "PATCH":
+            ns = body["metadata"].get("namespace")
+            if ns and ("v1", "Namespace", None, ns) not in self.objects:
+                raise ClientError("namespaces %r not found" % ns, status=404)
+            key = (body["apiVersion"], body["kind"], ns, body["metadata"]["name"])
+            merged = copy.deepcopy(self.objects.get(key, {}))
+            merged.update(copy.deepcopy(body))
+            merged.setdefault("metadata", {})["resourceVersion"] = "2" if key in self.objects else "1"
+            if not dry_run:
+                self.objects[key] = merged
+            return merged
+        raise AssertionError("unexpected %s %s" % (method, path))
+
+    def get(self, api_version, plural, name, namespace=None):
+        self.calls.append(("GET", plural, False))
+        kind = {"configmaps": "ConfigMap", "namespaces": "Namespace"}[plural]
+        return copy.deepcopy(self.objects.get((api_version, kind, namespace, name)))
+
+    def list(self, api_version, plural, namespace=None):
+        self.calls.append(("LIST", plural, False))
+        kind = {"configmaps": "ConfigMap", "namespaces": "Namespace"}[plural]
+        return [copy.deepcopy(o) for k, o in self.objects.items() if k[1] == kind and k[2] == namespace]
+
+
+NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "app"}, "data": {"k": "v"}}
+
+
+def writes(client):
+    return [c for c in client.calls if c[0] == "PATCH" and not c[2]]
+
+
+def test_new_objects_are_created_and_a_rerun_writes_nothing():
+    client = StubClient()
+    results, changed = ap.apply_documents(client, [NS, CM], "calico-ops")
+    assert changed and [r["action"] for r in results] == ["created", "created"]
+    assert len(writes(client)) == 2
+    client.calls = []
+    results, changed = ap.apply_documents(client, [NS, CM], "calico-ops")
+    assert not changed and [r["action"] for r in results] == ["unchanged", "unchanged"]
+    assert writes(client) == []
+
+
+def test_a_changed_field_is_the_only_write():
+    client = StubClient()
+    ap.apply_documents(client, [NS, CM], "calico-ops")
+    client.calls = []
+    new = dict(CM, data={"k": "v2"})
+    results, changed = ap.apply_documents(client, [NS, new], "calico-ops")
+    assert changed and [r["action"] for r in results] == ["unchanged", "updated"]
+    assert writes(client) == [("PATCH", "/api/v1/namespaces/app/configmaps/a", False)]
+    assert results[1]["before"]["data"] == {"k": "v"} and results[1]["after"]["data"] == {"k": "v2"}
+
+
+def test_check_mode_sends_only_dry_runs_even_for_a_namespace_it_would_create():
+    client = StubClient()
+    results, changed = ap.apply_documents(client, [NS, CM], "calico-ops", check_mode=True)
+    assert changed and [r["action"] for r in results] == ["created", "created"]
+    assert writes(client) == [] and client.objects == {}
+
+
+def test_a_namespace_that_does_not_exist_and_is_not_created_is_an_error():
+    with pytest.raises(ap.ApplyError, match="ConfigMap app/a"):
+        ap.apply_documents(StubClient(), [CM], "calico-ops", check_mode=True)
+
+
+def test_documents_of_one_type_are_read_with_one_list():
+    client = StubClient({("v1", "Namespace", None, "app"): dict(NS)})
+    docs = [dict(CM, metadata={"name": n, "namespace": "app"}) for n in "abc"]
+    ap.apply_documents(client, docs, "calico-ops")
+    reads = [c for c in client.calls if c[0] in ("GET", "LIST") and c[1] != "/api/v1"]
+    assert reads == [("LIST", "configmaps", False)]
+
+
+def test_normalize_ignores_server_bookkeeping():
+    a = {"metadata": {"name": "x", "resourceVersion": "1", "managedFields": [1], "uid": "u"}, "status": {"a": 1}}
+    b = {"metadata": {"name": "x", "resourceVersion": "9"}}
+    assert ap.normalize(a) == ap.normalize(b)
+
+
+def test_unnamed_document_is_refused():
+    with pytest.raises(ap.ApplyError, match="no apiVersion, kind or metadata.name"):
+        ap.apply_documents(StubClient(), [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}], "m")
