@@ -69,8 +69,11 @@ def test_unreadable_group_list_raises():
     def boom(method, path, body=None, **params):
         raise ClientError("GET /apis: refused", status=403)
     c = client(dyn)
-    c.request = lambda method, path, **kw: boom(method, path) if path == "/apis" else Client_request(c, method,
-                                                                                                    path, **kw)
+    def request(method, path, **kw):
+        if path == "/apis":
+            return boom(method, path)
+        return Client_request(c, method, path, **kw)
+    c.request = request
     with pytest.raises(ClientError):  # ... but without the group list nothing can be known
         discover(c)
 
