@@ -49,32 +49,32 @@ def test_bpf_and_variant_are_set_and_other_documents_keep_their_text():
 
 
 def test_flex_volume_path_only_when_given():
-    _, _, inst = manifest.render_custom_resources(CR, "BPF", flex_volume_path="/var/lib/kubelet/plugins")
+    inst = manifest.render_custom_resources(CR, "BPF", flex_volume_path="/var/lib/kubelet/plugins")[2]
     assert inst["spec"]["flexVolumePath"] == "/var/lib/kubelet/plugins"
 
 
 def test_user_overrides_merge_last_and_null_removes():
     overrides = {"calicoNetwork": {"hostPorts": None, "bgp": "Disabled"}, "registry": "r.example/"}
-    _, _, inst = manifest.render_custom_resources(CR, "BPF", spec_overrides=overrides)
+    inst = manifest.render_custom_resources(CR, "BPF", spec_overrides=overrides)[2]
     net = inst["spec"]["calicoNetwork"]
     assert "hostPorts" not in net and net["bgp"] == "Disabled" and net["linuxDataplane"] == "BPF"
     assert inst["spec"]["registry"] == "r.example/"
 
 
 def test_override_can_even_replace_the_dataplane():
-    _, _, inst = manifest.render_custom_resources(CR, "BPF", spec_overrides={"calicoNetwork": {"linuxDataplane": "Iptables"}})
+    inst = manifest.render_custom_resources(CR, "BPF", spec_overrides={"calicoNetwork": {"linuxDataplane": "Iptables"}})[2]
     assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables"
 
 
 def test_excluded_kinds_stay_in_the_artifact_but_are_not_created():
-    text, docs, _ = manifest.render_custom_resources(CR, "BPF", exclude_kinds=["Goldmane"])
+    text, docs = manifest.render_custom_resources(CR, "BPF", exclude_kinds=["Goldmane"])[:2]
     assert [d["kind"] for d in docs] == ["Installation", "APIServer"]
     assert "kind: Goldmane" in text
 
 
 def test_rendering_is_stable():
-    first, _, _ = manifest.render_custom_resources(CR, "BPF", "Calico")
-    second, _, _ = manifest.render_custom_resources(first, "BPF", "Calico")
+    first = manifest.render_custom_resources(CR, "BPF", "Calico")[0]
+    second = manifest.render_custom_resources(first, "BPF", "Calico")[0]
     assert first == second
 
 

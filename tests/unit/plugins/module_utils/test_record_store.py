@@ -90,7 +90,7 @@ def test_large_record_is_chunked_and_each_chunk_stays_under_the_limit(tmp_path):
     s.save()
     cms = record_configmaps(dyn)
     assert len(cms) >= 3
-    assert [n for n, _ in cms] == sorted(["rec"] + ["rec-%d" % i for i in range(1, len(cms))])
+    assert [pair[0] for pair in cms] == sorted(["rec"] + ["rec-%d" % i for i in range(1, len(cms))])
     for _name, cm in cms:
         assert len(cm["data"]["record.json"]) <= 8 * 1024
     os.unlink(s.path)  # the cluster copy alone has everything
