@@ -69,6 +69,7 @@ def test_unreadable_group_list_raises():
     def boom(method, path, body=None, **params):
         raise ClientError("GET /apis: refused", status=403)
     c = client(dyn)
+
     def request(method, path, **kw):
         if path == "/apis":
             return boom(method, path)
