@@ -80,7 +80,7 @@ def test_rendering_is_stable():
 
 @pytest.mark.parametrize("bad,message", [
     ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "no Installation"),
-    (CR + "---\n" + CR.split("---")[0], "2 Installation documents"),
+    (CR + "---\n" + CR.split("---", maxsplit=1)[0], "2 Installation documents"),
     ("a: [unclosed\n", "not valid YAML"),
 ])
 def test_bad_manifests_are_refused(bad, message):
