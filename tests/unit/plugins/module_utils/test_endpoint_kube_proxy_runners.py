@@ -1,0 +1,251 @@
+"""The read-only runners (services_endpoint_info, kube_proxy_info) behind the real ``Client``, over a small
+in-memory transport: which platform they act for (the preflight's detection), what they read, and that they
+never send a write."""
+
+import copy
+import json
+
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic.exceptions import api_exception
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import Client
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import run_kube_proxy_info
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform_choice import choose_platform
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import (
+    run_services_endpoint_info)
+
+
+class _Resp(object):
+    def __init__(self, data):
+        self.data = json.dumps(data).encode()
+
+
+class Transport(object):
+    """GET of objects by path, LIST of collections (labelSelector k=v[,k=v]), /apis from ``groups``."""
+
+    def __init__(self, objects=None, groups=()):
+        self.objects = copy.deepcopy(objects or {})
+        self.groups = list(groups)
+        self.log = []
+
+    def request(self, method, path, body=None, **params):
+        self.log.append((method, path))
+        assert method == "GET", "a read-only runner sent %s %s" % (method, path)
+        if path == "/apis":
+            by_group = {}
+            for gv in self.groups:
+                group, version = gv.split("/")
+                by_group.setdefault(group, []).append({"groupVersion": gv, "version": version})
+            return _Resp({"groups": [{"name": g, "versions": v} for g, v in by_group.items()]})
+        if path in self.objects:
+            return _Resp(self.objects[path])
+        prefix = path + "/"
+        items = [o for p, o in self.objects.items() if p.startswith(prefix) and "/" not in p[len(prefix):]]
+        query = dict(params.get("query_params") or [])
+        if items or path.endswith(("/nodes", "/pods")):
+            selector = query.get("labelSelector")
+            if selector:
+                wanted = dict(kv.split("=", 1) for kv in selector.split(","))
+                items = [o for o in items
+                         if all((o["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())]
+            return _Resp({"kind": "List", "metadata": {}, "items": items})
+        raise api_exception(ApiException(status=404, reason="Not Found"))
+
+
+def node(name, labels=None, provider_id=""):
+    return {"metadata": {"name": name, "labels": dict(labels or {})}, "spec": {"providerID": provider_id},
+            "status": {"nodeInfo": {"osImage": "Ubuntu 22.04.4 LTS", "kernelVersion": "5.15.0",
+                                    "architecture": "amd64", "operatingSystem": "linux",
+                                    "kubeletVersion": "v1.33.1"}}}
+
+
+def nodes(*objs):
+    return dict(("/api/v1/nodes/%s" % o["metadata"]["name"], o) for o in objs)
+
+
+def client(transport):
+    return Client(transport, check_mode=True)
+
+
+# -- services_endpoint_info --------------------------------------------------------------------------------------
+
+def test_endpoint_detects_eks_from_the_nodes():
+    t = Transport(nodes(node("ip-10-0-0-1", {"eks.amazonaws.com/nodegroup": "ng-1"}, "aws:///eu-west-1a/i-1")))
+    c = client(t)
+    out = run_services_endpoint_info(c, "https://ABC.gr7.eu-west-1.eks.amazonaws.com", platform="auto",
+                                     prefix="services_endpoint_")
+    assert out["platform"]["name"] == "eks" and out["platform"]["source"] == "detected"
+    assert out["data"] == {"KUBERNETES_SERVICE_HOST": "ABC.gr7.eu-west-1.eks.amazonaws.com",
+                           "KUBERNETES_SERVICE_PORT": "443"}
+    assert out["aws_dns"]["wanted"] is True
+    assert out["server"]["ip"] is False
+    assert out["configmap"] == {"namespace": "tigera-operator", "namespace_exists": False,
+                                "name": "kubernetes-services-endpoint", "exists": False, "data": None,
+                                "up_to_date": False}
+    assert out["operator"]["exists"] is False
+    assert c.requests["write"] == 0
+
+
+def test_endpoint_refuses_a_detected_unsupported_platform():
+    t = Transport(nodes(node("gke-1", {"cloud.google.com/gke-nodepool": "default-pool"})))
+    out = run_services_endpoint_info(client(t), "https://34.1.2.3", prefix="services_endpoint_")
+    assert [p["field"] for p in out["problems"]] == ["services_endpoint_platform"]
+    assert "label cloud.google.com/gke-nodepool" in out["problems"][0]["message"]
+    assert out["valid"] is False and out["data"] is None
+
+
+def test_endpoint_openshift_reads_the_infrastructure():
+    t = Transport({"/apis/config.openshift.io/v1/infrastructures/cluster": {
+        "metadata": {"name": "cluster"},
+        "status": {"apiServerInternalURI": "https://api-int.ocp.example.com:6443"}}},
+        groups=["config.openshift.io/v1"])
+    out = run_services_endpoint_info(client(t), "https://api.ocp.example.com:6443", platform="openshift")
+    assert (out["endpoint"]["host"], out["endpoint"]["port"]) == ("api-int.ocp.example.com", 6443)
+    assert out["openshift_internal_uri"] == "https://api-int.ocp.example.com:6443"
+
+
+def test_endpoint_given_platform_reads_no_nodes():
+    t = Transport()
+    run_services_endpoint_info(client(t), "https://lb.example.com:6443", platform="kubeadm", gather=["endpoint"])
+    assert t.log == []
+
+
+def test_endpoint_configmap_up_to_date_and_operator_restart():
+    ns = "/api/v1/namespaces/tigera-operator"
+    t = Transport({
+        ns: {"metadata": {"name": "tigera-operator"}},
+        ns + "/configmaps/kubernetes-services-endpoint": {
+            "metadata": {"name": "kubernetes-services-endpoint"},
+            "data": {"KUBERNETES_SERVICE_HOST": "lb.example.com", "KUBERNETES_SERVICE_PORT": "6443"}},
+        "/apis/apps/v1/namespaces/tigera-operator/deployments/tigera-operator": {
+            "metadata": {"name": "tigera-operator", "namespace": "tigera-operator", "generation": 1},
+            "spec": {"replicas": 1},
+            "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1,
+                       "availableReplicas": 1}},
+        ns + "/pods/op-2": {"metadata": {"name": "op-2", "labels": {"k8s-app": "tigera-operator"}},
+                            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+    })
+    out = run_services_endpoint_info(client(t), "https://lb.example.com:6443", platform="kubeadm",
+                                     previous_pods=["op-1"])
+    assert out["configmap"]["up_to_date"] is True
+    assert out["operator"]["rolled_out"] is True
+    assert out["operator"]["pods"] == ["op-2"]
+    assert out["operator"]["restart"]["restarted"] is True
+
+
+# -- kube_proxy_info --------------------------------------------------------------------------------------------------
+
+KS = "/api/v1/namespaces/kube-system"
+DS_PATH = "/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy"
+
+
+def daemonset(node_selector=None):
+    return {"metadata": {"name": "kube-proxy", "namespace": "kube-system", "generation": 1},
+            "spec": {"selector": {"matchLabels": {"k8s-app": "kube-proxy"}},
+                     "template": {"spec": {"nodeSelector": dict(node_selector or {}),
+                                           "containers": [{"name": "kube-proxy", "command": ["kube-proxy"]}]}}},
+            "status": {"desiredNumberScheduled": 1, "currentNumberScheduled": 1, "updatedNumberScheduled": 1,
+                       "numberReady": 1, "observedGeneration": 1}}
+
+
+def test_kube_proxy_ipvs_configmap_switch():
+    t = Transport({DS_PATH: daemonset({"kubernetes.io/os": "linux"}),
+                   KS + "/configmaps/kube-proxy": {"metadata": {"name": "kube-proxy"},
+                                                   "data": {"config.conf": "kind: KubeProxyConfiguration\nmode: ipvs\n"}},
+                   KS + "/pods/kube-proxy-a": {"metadata": {"name": "kube-proxy-a", "labels": {"k8s-app": "kube-proxy"}}}})
+    c = client(t)
+    out = run_kube_proxy_info(c, platform="kubeadm")
+    assert out["running"] is True
+    assert out["daemonset"]["pods"] == 1 and out["daemonset"]["settled"] is False
+    assert out["mode"]["ipvs"] is True
+    assert out["mode"]["source"] == "ConfigMap kube-system/kube-proxy config.conf"
+    assert out["mode"]["switch"] == {"configmap": "kube-proxy", "patch": {
+        "data": {"config.conf": "kind: KubeProxyConfiguration\nmode: iptables\n"}}}
+    assert out["daemonset"]["patch"] == {"spec": {"template": {"spec": {"nodeSelector": {"non-calico": "true"}}}}}
+    assert c.requests["write"] == 0
+
+
+def test_kube_proxy_eks_configmap_name():
+    t = Transport({DS_PATH: daemonset(),
+                   KS + "/configmaps/kube-proxy-config": {"metadata": {"name": "kube-proxy-config"},
+                                                          "data": {"config": "mode: \"iptables\"\n"}}})
+    out = run_kube_proxy_info(client(t), platform="eks")
+    assert (out["mode"]["mode"], out["mode"]["configmap"], out["mode"]["ipvs"]) == ("iptables", "kube-proxy-config", False)
+
+
+def test_kube_proxy_aks_uses_the_crd_api_when_v3_is_not_served():
+    t = Transport({"/apis/crd.projectcalico.org/v1/felixconfigurations/default": {
+        "metadata": {"name": "default"}, "spec": {"bpfKubeProxyIptablesCleanupEnabled": True}}},
+        groups=["crd.projectcalico.org/v1"])
+    out = run_kube_proxy_info(client(t), platform="aks")
+    assert out["felix"]["api_version"] == "crd.projectcalico.org/v1"
+    assert out["felix"]["exists"] is True and out["felix"]["value"] is True
+    assert out["felix"]["patch"] == {"spec": {"bpfKubeProxyIptablesCleanupEnabled": False}}
+
+
+def test_kube_proxy_aks_prefers_v3():
+    t = Transport(groups=["crd.projectcalico.org/v1", "projectcalico.org/v3"])
+    out = run_kube_proxy_info(client(t), platform="aks")
+    assert out["felix"]["api_version"] == "projectcalico.org/v3"
+    assert out["felix"]["exists"] is False
+    assert out["felix"]["create"]["apiVersion"] == "projectcalico.org/v3"
+
+
+def test_kube_proxy_openshift_not_served():
+    out = run_kube_proxy_info(client(Transport()), platform="openshift", state="enabled")
+    assert out["openshift"]["served"] is False and out["openshift"]["exists"] is False
+    assert out["openshift"]["patch"] == {"spec": {"deployKubeProxy": True}}
+
+
+def test_kube_proxy_kops_cluster_name_from_the_server():
+    out = run_kube_proxy_info(client(Transport()), server_url="https://api.demo.k8s.example.com", platform="kops",
+                              kops_state_store="s3://state")
+    assert out["kops"]["cluster_name"] == "demo.k8s.example.com"
+    assert out["kops"]["state_store"] == "s3://state"
+    assert out["kops"]["commands"][1] == "yq -i '.spec.kubeProxy.enabled = false' cluster.yaml"
+    assert out["kops"]["commands"][3] == "kops update cluster --name demo.k8s.example.com --state s3://state --yes"
+
+
+def test_kube_proxy_mke_with_pods_and_no_daemonset():
+    t = Transport({KS + "/pods/kube-proxy-x": {"metadata": {"name": "kube-proxy-x", "labels": {"k8s-app": "kube-proxy"}}}})
+    out = run_kube_proxy_info(client(t), platform="mke")
+    assert out["daemonset"]["present"] is False
+    assert (out["daemonset"]["node_selector"], out["daemonset"]["selector_applied"]) == ({}, False)
+    assert out["mode"] == {"mode": None, "ipvs": False, "switch": None}
+    assert out["running"] is True
+    assert out["mke"]["failed"] is True
+
+
+def test_kube_proxy_ipvs_flag_wins_over_an_iptables_configmap():
+    ds = daemonset()
+    ds["spec"]["template"]["spec"]["containers"][0]["args"] = ["--proxy-mode=ipvs"]
+    t = Transport({DS_PATH: ds, KS + "/configmaps/kube-proxy": {"metadata": {"name": "kube-proxy"},
+                                                                "data": {"config.conf": "mode: iptables\n"}}})
+    out = run_kube_proxy_info(client(t), platform="kubeadm")
+    assert (out["mode"]["mode"], out["mode"]["where"], out["mode"]["configmap"]) == ("ipvs", "args", None)
+    assert out["mode"]["switch"]["daemonset_patch"]["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "--proxy-mode=iptables"]
+
+
+def test_kube_proxy_iptables_flag_does_not_hide_the_configmap():
+    ds = daemonset()
+    ds["spec"]["template"]["spec"]["containers"][0]["args"] = ["--proxy-mode=iptables"]
+    t = Transport({DS_PATH: ds, KS + "/configmaps/kube-proxy": {"metadata": {"name": "kube-proxy"},
+                                                                "data": {"config.conf": "mode: ipvs\n"}}})
+    out = run_kube_proxy_info(client(t), platform="kubeadm")
+    assert (out["mode"]["mode"], out["mode"]["where"]) == ("ipvs", "configmap")
+
+
+def test_kube_proxy_openshift_served():
+    t = Transport({"/apis/operator.openshift.io/v1/networks/cluster": {
+        "metadata": {"name": "cluster"}, "spec": {"deployKubeProxy": True}}}, groups=["operator.openshift.io/v1"])
+    out = run_kube_proxy_info(client(t), platform="openshift")
+    assert (out["openshift"]["served"], out["openshift"]["exists"], out["openshift"]["value"]) == (True, True, True)
+    assert out["openshift"]["patch"] == {"spec": {"deployKubeProxy": False}}
+
+
+def test_choose_platform_reads_the_api_groups_itself():
+    t = Transport(groups=["operator.openshift.io/v1"])
+    chosen = choose_platform(client(t), "auto")
+    assert (chosen["name"], chosen["source"]) == ("openshift", "detected")
+    assert ("GET", "/apis") in t.log
