@@ -117,11 +117,20 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
             try:
                 resolver.resolve(doc["apiVersion"], doc["kind"], timeout=0)
             except ApplyError:
-                if not batch:
-                    resolver.resolve(doc["apiVersion"], doc["kind"], timeout=wait)
-                else:
+                if batch:
                     break
+                if check_mode:
+                    # Nothing was created in check mode, so a type whose CRD an earlier step (or document)
+                    # would create is not served: report the object as to be created, do not wait for it.
+                    changed = True
+                    results.append(dict(_result(doc, None, "created", None, doc),
+                                        note="%s %s is not served yet" % (doc["apiVersion"], doc["kind"])))
+                    break
+                resolver.resolve(doc["apiVersion"], doc["kind"], timeout=wait)
             batch.append(doc)
+        if not batch:
+            pending = pending[1:]
+            continue
         pending = pending[len(batch):]
         live = _live_objects(client, resolver, batch, wait)
         for doc in batch:

@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
@@ -54,6 +55,16 @@ def auth_argument_spec():
     return dict((k, dict(v)) for k, v in AUTH_ARG_SPEC.items())
 
 
+def check_kubeconfig(module):
+    """Fail naming the file when the kubeconfig given (option ``kubeconfig``, else ``K8S_AUTH_KUBECONFIG``) does not
+    exist: kubernetes.core would only say ``Invalid kube-config file. No configuration found.``"""
+    path, source = module.params.get("kubeconfig"), "kubeconfig"
+    if path is None and not module.params.get("host"):
+        path, source = os.environ.get("K8S_AUTH_KUBECONFIG"), "K8S_AUTH_KUBECONFIG"
+    if isinstance(path, str) and path and os.pathsep not in path and not os.path.exists(os.path.expanduser(path)):
+        module.fail_json(msg="%s: the kubeconfig file given does not exist" % source)  # the path itself is no_log
+
+
 def api_path(api_version, plural, namespace=None, name=None, subresource=None):
     """The REST path of a collection or object: ``/api/v1/...`` or ``/apis/<group>/<version>/...``."""
     base = "/api/%s" % api_version if "/" not in api_version else "/apis/%s" % api_version
@@ -82,6 +93,7 @@ class Client(object):
     def from_module(cls, module, **kwargs):
         """Build from an AnsibleModule whose params hold kubernetes.core's auth options."""
         from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+        check_kubeconfig(module)
         k8s = get_api_client(module=module)
         return cls(k8s.client, check_mode=module.check_mode, **kwargs)
 

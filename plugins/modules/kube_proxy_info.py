@@ -175,7 +175,7 @@ api_requests:
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
-    Client, ClientError, auth_argument_spec)
+    Client, ClientError, auth_argument_spec, check_kubeconfig)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import run_kube_proxy_info
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy_rules import (
     DEFAULT_NODE_SELECTOR, FELIX_FIELD, STATES)
@@ -209,6 +209,7 @@ def main():
         module.fail_json(msg="node_selector: must have at least one key (a label no node carries)")
     try:
         from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+        check_kubeconfig(module)
         server_url = get_api_client(module=module).configuration.host
         result = run_kube_proxy_info(
             Client.from_module(module), server_url=server_url, state=p["state"], platform=p["platform"],

@@ -139,6 +139,10 @@ def main():
             not_established = wait_crds_established(client, crds, p["timeout"])
     except (ApplyError, ClientError) as exc:
         module.fail_json(msg=str(exc))
+    for r in results:
+        if r.get("note"):
+            module.warn("check mode: %s %s would be created; %s (an earlier step would install its CRD)"
+                        % (r["kind"], r["name"], r["note"]))
     counts = dict((a, sum(1 for r in results if r["action"] == a)) for a in ("created", "updated", "unchanged"))
     out = dict(changed=changed, counts=counts, requests=client.requests,
                results=[dict((k, v) for k, v in r.items() if k not in ("before", "after")) for r in results])

@@ -197,7 +197,7 @@ api_requests:
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
-    Client, ClientError, auth_argument_spec)
+    Client, ClientError, auth_argument_spec, check_kubeconfig)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import (
     GATHER_CHOICES, run_services_endpoint_info)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint_rules import (
@@ -232,6 +232,7 @@ def main():
     p = module.params
     try:
         from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+        check_kubeconfig(module)
         server_url = get_api_client(module=module).configuration.host
         result = run_services_endpoint_info(
             Client.from_module(module), server_url, platform=p["platform"], host=p["endpoint_host"], port=p["endpoint_port"],

@@ -8,16 +8,19 @@ Deployment run by kwok, the audit log.
 """
 
 import base64
-import os
 import functools
 import http.server
 import json
+import os
+import signal
 import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+
+from localcp.fixtures import Ansible
 
 pytestmark = pytest.mark.integration
 
@@ -167,6 +170,91 @@ def test_install_ebpf_open_source_end_to_end(cluster, ansible, tmp_path, kube_pr
     check = ansible.playbook("playbooks/install_ebpf.yml", _vars(cluster, tmp_path), check=True, diff=True)
     assert check.rc == 0, check.stdout[-3000:]
     assert cluster.audit.writes_since(mark) == []
+
+
+# Where install_ebpf.yml is killed, in order: the endpoint ConfigMap written (before the operator), the first
+# operator CRD written (the CRD apply cut short), the operator Deployment written, Installation default created.
+INTERRUPTIONS = [("configmaps", "kubernetes-services-endpoint"), ("customresourcedefinitions", None),
+                 ("deployments", "tigera-operator"), ("installations", "default")]
+
+
+def _kill_at_write(cluster, proc, mark, resource, name, timeout=300):
+    """SIGKILL the playbook's whole process group as soon as the audit log shows a write of ``resource``
+    (named ``name``, any name if None) by the admin user; True when it was killed there, False when the run
+    ended first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(cluster.audit.path, "rb") as log:
+            log.seek(mark)
+            for raw in log:
+                try:
+                    ev = json.loads(raw)
+                except ValueError:
+                    continue
+                ref = ev.get("objectRef") or {}
+                if (ev.get("verb") in ("create", "update", "patch") and "dryRun=" not in ev.get("requestURI", "")
+                        and (ev.get("user") or {}).get("username") == "admin" and ref.get("resource") == resource
+                        and name in (None, ref.get("name"))):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=60)
+                    return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError("no write of %s %s within %ss" % (resource, name, timeout))
+
+
+def test_a_rerun_after_an_interruption_at_each_step_finishes_the_install(cluster, ansible, tmp_path, kube_proxy_ds,
+                                                                         clean_calico):
+    """install_ebpf.yml killed (SIGKILL, the whole process group) right after each step's first write, one run
+    after another; then one more run finishes the job: the same end state as an uninterrupted install."""
+    writer = OperatorStatusWriter(cluster, NAMES, delay=1)
+    writer.start()
+    variables = _vars(cluster, tmp_path)
+    try:
+        for resource, name in INTERRUPTIONS:
+            mark = cluster.audit.mark()
+            proc = ansible.start("playbooks/install_ebpf.yml", extra_vars=variables)
+            assert _kill_at_write(cluster, proc, mark, resource, name), \
+                "install_ebpf.yml ended before it wrote %s %s" % (resource, name)
+        assert _get(cluster, "daemonset", "kube-proxy", "-n", "kube-system")["spec"]["template"]["spec"][
+            "nodeSelector"].get("non-calico") is None, "the last interruption came after kube-proxy was disabled"
+        res = ansible.playbook("playbooks/install_ebpf.yml", variables)
+    finally:
+        writer.stop.set()
+    assert res.rc == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    cm = _get(cluster, "configmap", "kubernetes-services-endpoint", "-n", "tigera-operator")
+    assert cm["data"] == {"KUBERNETES_SERVICE_HOST": "api.cluster.example", "KUBERNETES_SERVICE_PORT": "6443"}
+    operator_crds = [d["metadata"]["name"] for d in yaml.safe_load_all(
+        (tmp_path / "artifacts" / "operator-crds.yaml").read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
+    established = set(c["metadata"]["name"] for c in _get(cluster, "crd")["items"]
+                      if any(x["type"] == "Established" and x["status"] == "True" for x in c["status"]["conditions"]))
+    assert set(operator_crds) <= established, sorted(set(operator_crds) - established)
+    deploy = _get(cluster, "deployment", "tigera-operator", "-n", "tigera-operator")
+    assert any(c["type"] == "Available" and c["status"] == "True" for c in deploy["status"]["conditions"])
+    inst = _get(cluster, "installation", "default")
+    assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF" and inst["spec"]["variant"] == "Calico"
+    ds = _get(cluster, "daemonset", "kube-proxy", "-n", "kube-system")
+    assert ds["spec"]["template"]["spec"]["nodeSelector"]["non-calico"] == "true"
+    assert ds["status"]["desiredNumberScheduled"] == 0
+    mark = cluster.audit.mark()
+    again = ansible.playbook("playbooks/install_ebpf.yml", variables)
+    assert again.rc == 0 and again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
+    assert cluster.audit.writes_since(mark) == []
+
+
+def test_check_mode_on_a_cluster_without_calico_writes_nothing_and_does_not_wait(pristine_cluster, tmp_path):
+    """On a cluster where nothing of Calico exists yet, --check plans every step (the Installation's type is not
+    served, since check mode created no CRD) without waiting out ebpf_install_timeout, and writes nothing."""
+    runner = Ansible(pristine_cluster, tmp_path)
+    mark = pristine_cluster.audit.mark()
+    res = runner.playbook("playbooks/install_ebpf.yml", _vars(pristine_cluster, tmp_path, ebpf_install_timeout=900),
+                          check=True, diff=True, timeout=400)
+    assert res.rc == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert pristine_cluster.audit.writes_since(mark) == []
+    assert "check mode: Installation default would be created" in json.dumps(res.data)
+    assert pristine_cluster.kubectl("get", "crd", "installations.operator.tigera.io", check=False).returncode != 0
 
 
 def test_install_fails_quoting_a_degraded_component(cluster, ansible, tmp_path, clean_calico):

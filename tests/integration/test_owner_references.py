@@ -257,7 +257,7 @@ def play_vars(namespaces, tmp_path, state, **extra):
 
 def module_result(play):
     for task in play.tasks:
-        if task["task"].startswith("Owner references are"):
+        if task["task"].split(" : ", 1)[-1].startswith("Owner references are"):  # "<role> : <task>"
             return task["result"]
     raise AssertionError("the owner_references task did not run:\n%s\n%s" % (play.stdout[-3000:], play.stderr[-3000:]))
 

@@ -125,7 +125,8 @@ class ControlPlane:
         return self.run_dir / "state.json"
 
     def _save(self) -> None:
-        self.state["pids"] = {n: p.pid for n, p in self.procs.items()}
+        # merged: a control plane loaded from state.json (no Popen objects) keeps the pids it did not start
+        self.state["pids"] = dict(self.state.get("pids") or {}, **{n: p.pid for n, p in self.procs.items()})
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.state, indent=2))
         os.replace(tmp, self.state_file)
@@ -243,7 +244,7 @@ class ControlPlane:
         audit_policy.write_text(yaml.safe_dump(AUDIT_POLICY))
         audit_log = self.run_dir / "audit.log"
         self.state["audit_log"] = str(audit_log)
-        self._spawn("kube-apiserver", [
+        self.state["apiserver_cmd"] = [str(c) for c in [
             self.bins["kube-apiserver"], f"--etcd-servers=http://127.0.0.1:{etcd_client}",
             "--etcd-prefix=/registry", "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
             f"--secure-port={api_port}", f"--tls-cert-file={apiserver_crt}",
@@ -255,7 +256,8 @@ class ControlPlane:
             f"--audit-policy-file={audit_policy}", f"--audit-log-path={audit_log}",
             "--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0",
             "--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
-            "--profiling=false", "--v=0"])
+            "--profiling=false", "--v=0"]]
+        self._spawn("kube-apiserver", self.state["apiserver_cmd"])
         self._wait("kube-apiserver", lambda: self._https_ok(f"{server}/readyz"), timeout)
 
         # kube-controller-manager and kube-scheduler
@@ -310,6 +312,19 @@ class ControlPlane:
 
     def _default_sa_exists(self) -> bool:
         return self._https_ok(f"{self.state['server']}/api/v1/namespaces/default/serviceaccounts/default")
+
+    # -- the API server alone (fault tests) -----------------------------------------------------------
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver only (SIGTERM, then SIGKILL); etcd and the other components keep running."""
+        _terminate((self.state.get("pids") or {}).get("kube-apiserver"), self.procs.pop("kube-apiserver", None))
+        self.state.setdefault("pids", {}).pop("kube-apiserver", None)
+        self._save()
+
+    def start_apiserver(self, timeout: float = 120) -> None:
+        """Start kube-apiserver again, with the same flags, port and audit log, and wait until it is ready."""
+        self._spawn("kube-apiserver", self.state["apiserver_cmd"])
+        self._wait("kube-apiserver", lambda: self._https_ok(f"{self.server}/readyz"), timeout)
 
     # -- stop --------------------------------------------------------------------------------------
 

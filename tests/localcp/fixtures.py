@@ -151,9 +151,10 @@ class Ansible:
         self.cluster = cluster
         self.workdir = workdir
 
-    def playbook(self, playbook, extra_vars: dict | None = None, check=False, diff=False, extra_args=(),
-                 callback="ansible.posix.json", timeout=900, env: dict | None = None,
-                 inventory: str | None = None) -> PlaybookResult:
+    def command(self, playbook, extra_vars: dict | None = None, check=False, diff=False, extra_args=(),
+                callback="ansible.posix.json", env: dict | None = None,
+                inventory: str | None = None) -> tuple[list, dict]:
+        """The ansible-playbook command line and environment ``playbook()`` runs (for ``start()`` too)."""
         text = str(playbook)
         if "\n" in text:
             path = self.workdir / f"play-{hashlib.sha1(text.encode()).hexdigest()[:10]}.yml"
@@ -181,6 +182,24 @@ class Ansible:
                         "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
                         "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0"})
         run_env.update(env or {})
+        return cmd, run_env
+
+    def start(self, playbook, **kwargs) -> subprocess.Popen:
+        """ansible-playbook started in a process group of its own (so a test can SIGKILL the whole run
+        with ``os.killpg``); output to files in the work directory."""
+        cmd, run_env = self.command(playbook, **kwargs)
+        out = open(self.workdir / f"started-{time.time_ns()}.log", "w")
+        try:
+            return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=run_env, cwd=str(REPO_ROOT),
+                                    start_new_session=True)
+        finally:
+            out.close()
+
+    def playbook(self, playbook, extra_vars: dict | None = None, check=False, diff=False, extra_args=(),
+                 callback="ansible.posix.json", timeout=900, env: dict | None = None,
+                 inventory: str | None = None) -> PlaybookResult:
+        cmd, run_env = self.command(playbook, extra_vars=extra_vars, check=check, diff=diff, extra_args=extra_args,
+                                    callback=callback, env=env, inventory=inventory)
         proc = subprocess.run(cmd, capture_output=True, text=True, env=run_env, timeout=timeout,
                               cwd=str(REPO_ROOT), check=False)
         data = {}

@@ -2,6 +2,7 @@
 tests/integration/test_install_ebpf.py)."""
 
 import copy
+import time
 
 import pytest
 
@@ -21,6 +22,8 @@ class StubClient:
         if path == "/api/v1":
             return {"resources": [{"name": "configmaps", "kind": "ConfigMap", "namespaced": True, "verbs": ["list"]},
                                   {"name": "namespaces", "kind": "Namespace", "namespaced": False, "verbs": ["list"]}]}
+        if path.startswith("/apis/"):
+            raise ClientError("the server could not find the requested resource", status=404)
         if method == "PATCH":
             ns = body["metadata"].get("namespace")
             if ns and ("v1", "Namespace", None, ns) not in self.objects:
@@ -85,6 +88,25 @@ def test_check_mode_sends_only_dry_runs_even_for_a_namespace_it_would_create():
 def test_a_namespace_that_does_not_exist_and_is_not_created_is_an_error():
     with pytest.raises(ap.ApplyError, match="ConfigMap app/a"):
         ap.apply_documents(StubClient(), [CM], "calico-ops", check_mode=True)
+
+
+INSTALLATION = {"apiVersion": "operator.tigera.io/v1", "kind": "Installation", "metadata": {"name": "default"},
+                "spec": {"calicoNetwork": {"linuxDataplane": "BPF"}}}
+
+
+def test_check_mode_reports_an_object_of_a_type_not_served_yet_without_waiting():
+    client = StubClient({("v1", "Namespace", None, "app"): dict(NS)})
+    started = time.monotonic()
+    results, changed = ap.apply_documents(client, [INSTALLATION, CM], "calico-ops", check_mode=True, wait=30)
+    assert time.monotonic() - started < 5
+    assert changed and [(r["kind"], r["action"]) for r in results] == [("Installation", "created"), ("ConfigMap", "created")]
+    assert "not served yet" in results[0]["note"] and "note" not in results[1]
+    assert writes(client) == [] and len(client.objects) == 1
+
+
+def test_outside_check_mode_a_type_that_is_not_served_is_an_error_after_the_wait():
+    with pytest.raises(ap.ApplyError, match="operator.tigera.io/v1 Installation is not served"):
+        ap.apply_documents(StubClient(), [INSTALLATION], "calico-ops", wait=0)
 
 
 def test_documents_of_one_type_are_read_with_one_list():

@@ -1,0 +1,62 @@
+#!/usr/bin/env python
+"""Molecule: play the Calico components that nothing runs on the local control plane, for the upgrade scenarios.
+
+kwok runs the pods (Running, ready) but executes nothing in them, so two stand-ins - the same ones the
+integration tests use, tests/integration/calico_support.py - write what the real components write and the
+upgrade role reads: calico-node's ClusterInformation ``default`` ``spec.calicoVersion`` (the image tag of the
+running calico-node; Kubernetes API datastore) and the operator's Installation ``default``
+``status.calicoVersion`` and TigeraStatus ``calico``.
+
+Started by a scenario's prepare.yml (async, poll 0); it stops when the stop file exists (cleanup.yml writes
+it) or after --max-seconds, whichever comes first.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tests", "integration"))
+
+from calico_support import CalicoNodeStandIn, OperatorStandIn  # noqa: E402 pylint: disable=wrong-import-position
+
+
+class Cluster(object):
+    """What the stand-ins use of the test fixtures' cluster: a dynamic client and the release mirror."""
+
+    def __init__(self, kubeconfig, mirror_url):
+        from kubernetes import config, dynamic
+        self.k8s = dynamic.DynamicClient(config.new_client_from_config(config_file=kubeconfig))
+        self.mirror_url = mirror_url
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--mirror-url", required=True)
+    parser.add_argument("--stop-file", required=True)
+    parser.add_argument("--max-seconds", type=int, default=1800)
+    parser.add_argument("--node-daemonset", default="calico-node")
+    parser.add_argument("--operator", action="store_true", help="also play the operator's reporting")
+    args = parser.parse_args()
+    cluster = Cluster(args.kubeconfig, args.mirror_url)
+    players = [CalicoNodeStandIn(cluster, daemonset=args.node_daemonset)]
+    if args.operator:
+        players.append(OperatorStandIn(cluster))
+    for player in players:
+        player.start()
+    deadline = time.monotonic() + args.max_seconds
+    try:
+        while not os.path.exists(args.stop_file) and time.monotonic() < deadline:
+            time.sleep(1)
+    finally:
+        for player in players:
+            player.stop()
+    errors = [e for p in players for e in p.errors]
+    print("writes: %d; errors: %d %s" % (sum(p.writes for p in players), len(errors), errors[-3:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

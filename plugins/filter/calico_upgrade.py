@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the upgrade role: the guards and the variable checks (the rules live in module_utils)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils import calico_version
+
+
+def calico_upgrade_plan(facts_result, target, record=None, minimum=calico_version.MINIMUM_SOURCE,
+                        owner_references_before=calico_version.OWNER_REFERENCES_BEFORE):
+    """A ``calico_facts`` result -> the upgrade plan (see ``calico_version.plan``)."""
+    facts = (facts_result or {}).get("facts") or {}
+    sources = (facts_result or {}).get("sources") or {}
+    try:
+        return calico_version.plan(facts.get("version"), target, record=record, variant=facts.get("variant"),
+                                   minimum=minimum, owner_references_before=owner_references_before,
+                                   current_source=sources.get("version", ""))
+    except calico_version.VersionError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def calico_version_problems(values):
+    return calico_version.version_problems(values)
+
+
+def calico_url_problems(values):
+    return calico_version.url_problems(values)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "calico_upgrade_plan": calico_upgrade_plan,
+            "calico_version_problems": calico_version_problems,
+            "calico_url_problems": calico_url_problems,
+        }

@@ -1,0 +1,195 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One job: hand the fields of other field managers over to ours before a server-side apply.
+
+Server-side apply removes a field only when the applier owned it and no longer applies it. Objects
+installed by ``kubectl apply``/``create`` (or anyone else) are owned by that manager, so applying a newer
+manifest under our manager would leave behind whatever the new release dropped (an init container, an env
+var, a volume). ``kubectl apply --server-side`` migrates client-side-applied objects the same way; here the
+managers to take over are given (the role passes the ones that applied the installed manifest).
+
+``handover`` is pure (unit-tested); ``run`` reads each object once and, when it has something to hand over,
+replaces ``metadata.managedFields`` with a JSON patch guarded by the object's resourceVersion.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import time
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
+
+RETRIES = 3
+
+
+def merge_fields(a, b):
+    """The union of two ``fieldsV1`` sets."""
+    out = copy.deepcopy(a) if isinstance(a, dict) else {}
+    for key, value in (b or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_fields(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value) if isinstance(value, dict) else {}
+    return out
+
+
+def handover(managed_fields, from_managers, to_manager, api_version, now=None):
+    """``(new managedFields, adopted manager names)``: the main-resource entries of ``from_managers`` merged
+    into one ``Apply`` entry of ``to_manager``; subresource entries (status) and other managers untouched.
+    Nothing to adopt -> the list unchanged and ``[]``."""
+    entries = list(managed_fields or [])
+    wanted = set(m for m in (from_managers or []) if m and m != to_manager)
+    adopted, keep, fields = [], [], {}
+    own = None
+    for entry in entries:
+        if entry.get("subresource"):
+            keep.append(entry)
+            continue
+        manager = entry.get("manager")
+        if manager in wanted:
+            fields = merge_fields(fields, entry.get("fieldsV1"))
+            if manager not in adopted:
+                adopted.append(manager)
+            continue
+        if manager == to_manager and entry.get("operation") == "Apply" and own is None:
+            own = entry
+            keep.append(None)  # placeholder: our entry goes where it was
+            continue
+        keep.append(entry)
+    if not adopted:
+        return entries, []
+    merged = {
+        "manager": to_manager,
+        "operation": "Apply",
+        "apiVersion": (own or {}).get("apiVersion") or api_version,
+        "time": now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": merge_fields((own or {}).get("fieldsV1"), fields),
+    }
+    if own is None:
+        keep.insert(0, merged)
+    else:
+        keep[keep.index(None)] = merged
+    return keep, adopted
+
+
+def managers(managed_fields):
+    return sorted(set("%s (%s%s)" % (e.get("manager"), e.get("operation"),
+                                     ", " + e["subresource"] if e.get("subresource") else "")
+                      for e in managed_fields or []))
+
+
+class Resolver(object):
+    """kind -> plural and scope, one discovery GET per group-version."""
+
+    def __init__(self, client):
+        self.client = client
+        self.cache = {}
+
+    def resolve(self, api_version, kind):
+        if api_version not in self.cache:
+            path = "/api/%s" % api_version if "/" not in api_version else "/apis/%s" % api_version
+            try:
+                doc = self.client.request("GET", path) or {}
+            except ClientError as exc:
+                if exc.status != 404:
+                    raise
+                doc = {}
+            self.cache[api_version] = dict((r.get("kind"), (r.get("name"), bool(r.get("namespaced"))))
+                                           for r in doc.get("resources") or [] if "/" not in (r.get("name") or "/"))
+        return self.cache[api_version].get(kind)
+
+
+def _prefetch(client, resolver, objects):
+    """Live objects by (apiVersion, kind, namespace, name): one LIST per type (per namespace) holding several
+    documents, instead of a GET each (operator-crds.yaml alone has some 80 CRDs)."""
+    groups = {}
+    for obj in objects or []:
+        meta = obj.get("metadata") or {}
+        res = resolver.resolve(obj.get("apiVersion"), obj.get("kind")) if obj.get("apiVersion") else None
+        if res is None:
+            continue
+        namespace = (meta.get("namespace") or "default") if res[1] else None
+        groups.setdefault((obj.get("apiVersion"), obj.get("kind"), namespace), []).append(meta.get("name"))
+    found = {}
+    for (api_version, kind, namespace), names in groups.items():
+        if len(names) < 2:
+            continue
+        plural = resolver.resolve(api_version, kind)[0]
+        for item in client.list(api_version, plural, namespace=namespace):
+            name = (item.get("metadata") or {}).get("name")
+            if name in names:
+                found[(api_version, kind, namespace, name)] = item
+        for name in names:
+            found.setdefault((api_version, kind, namespace, name), None)
+    return found
+
+
+def run(client, objects, from_managers, to_manager, diff=False):
+    """Hand the fields of ``from_managers`` over to ``to_manager`` on each existing object of ``objects``
+    (manifests: only apiVersion, kind, name and namespace are used)."""
+    resolver = Resolver(client)
+    prefetched = _prefetch(client, resolver, objects)
+    report, diffs = [], []
+    counts = {"objects": 0, "adopted": 0, "absent": 0, "unchanged": 0, "unknown_type": 0}
+    for obj in objects or []:
+        meta = obj.get("metadata") or {}
+        api_version, kind, name = obj.get("apiVersion"), obj.get("kind"), meta.get("name")
+        item = {"apiVersion": api_version, "kind": kind, "name": name}
+        counts["objects"] += 1
+        res = resolver.resolve(api_version, kind) if api_version and kind else None
+        if res is None:
+            counts["unknown_type"] += 1
+            item["action"] = "type not served yet"
+            report.append(item)
+            continue
+        plural, namespaced = res
+        namespace = (meta.get("namespace") or "default") if namespaced else None
+        if namespace:
+            item["namespace"] = namespace
+        key = (api_version, kind, namespace, name)
+        for attempt in range(RETRIES):
+            if attempt == 0 and key in prefetched:
+                live = prefetched[key]
+            else:
+                live = client.get(api_version, plural, name, namespace=namespace)
+            if live is None:
+                counts["absent"] += 1
+                item["action"] = "absent"
+                break
+            current = (live.get("metadata") or {}).get("managedFields") or []
+            new, adopted = handover(current, from_managers, to_manager, api_version)
+            if not adopted:
+                counts["unchanged"] += 1
+                item["action"] = "nothing to adopt"
+                break
+            item["adopted_from"] = adopted
+            ops = [{"op": "test", "path": "/metadata/resourceVersion",
+                    "value": live["metadata"]["resourceVersion"]},
+                   {"op": "replace", "path": "/metadata/managedFields", "value": new}]
+            if diff:
+                diffs.append({"before": {"object": "%s %s" % (kind, name), "managers": managers(current)},
+                              "after": {"object": "%s %s" % (kind, name), "managers": managers(new)}})
+            if client.check_mode:
+                counts["adopted"] += 1
+                item["action"] = "would adopt"
+                break
+            try:
+                client.json_patch(api_version, plural, name, ops, namespace=namespace)
+            except ClientError as exc:
+                if exc.status in (409, 422):
+                    continue  # changed meanwhile: read again
+                raise
+            counts["adopted"] += 1
+            item["action"] = "adopted"
+            break
+        else:
+            raise ClientError("%s %s: managedFields kept changing; tried %d times" % (kind, name, RETRIES))
+        report.append(item)
+    result = {"changed": counts["adopted"] > 0, "objects": report, "counts": counts}
+    if diff:
+        result["diff"] = diffs
+    return result

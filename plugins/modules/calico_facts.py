@@ -1,0 +1,201 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: calico_facts
+short_description: Tell how Calico is installed, from the cluster alone (read-only)
+version_added: "0.1.0"
+description:
+  - Detects the install method, the datastore, the manifest flavor, the Calico version and variant, whether
+    application layer policy is on, the TigeraStatus summary and a few upgrade-related facts, and says for
+    each value where it came from (RV(sources)).
+  - B(method) is V(helm) when a deployed Helm release of chart O(helm_chart) is stored in O(operator_namespace);
+    V(operator) when Installation C(default) or the operator Deployment exists without such a release;
+    V(manifest) when DaemonSet C(calico-node) (or C(canal), C(canal-node)) runs in O(manifest_namespace)
+    without an operator; V(none) otherwise.
+  - B(datastore) is V(kubernetes) for operator installs; for manifests it is read from calico-node's
+    C(DATASTORE_TYPE), else V(etcd) when ConfigMap C(calico-config) (C(canal-config)) has C(etcd_endpoints).
+  - B(flavor) (manifest installs) is the release file the install came from - C(calico.yaml),
+    C(calico-typha.yaml) (a C(calico-typha) Deployment or Typha service name), C(canal.yaml) (DaemonSet
+    C(canal) or a flannel container), C(calico-policy-only.yaml) (C(CALICO_NETWORKING_BACKEND=none) without
+    flannel), C(calico-etcd.yaml) or C(canal-etcd.yaml) (etcd datastore).
+  - B(version) is Installation C(default) C(status.calicoVersion), else ClusterInformation C(default)
+    C(spec.calicoVersion), else the tag of the calico-node image, else the Helm chart's version.
+  - A value given in an option (O(method), O(datastore), O(flavor), O(version), O(variant), O(alp),
+    O(istio_version)) overrides the detected one; the detected one is still returned in RV(detected).
+  - Makes about a dozen requests (LIST/GET of the objects above) and never writes.
+author:
+  - calico_ops maintainers (@calico-ops)
+options:
+  method:
+    description: Override the detected install method.
+    type: str
+    choices: [helm, operator, manifest, none]
+  datastore:
+    description: Override the detected datastore.
+    type: str
+    choices: [kubernetes, etcd]
+  flavor:
+    description: Override the detected manifest flavor (the release file name).
+    type: str
+    choices: [calico.yaml, calico-typha.yaml, canal.yaml, calico-policy-only.yaml, calico-etcd.yaml, canal-etcd.yaml]
+  version:
+    description: Override the detected Calico version (C(vX.Y.Z)).
+    type: str
+  variant:
+    description: Override the detected variant.
+    type: str
+    choices: [Calico, TigeraSecureEnterprise]
+  alp:
+    description: Override whether application layer policy is on.
+    type: bool
+  istio_version:
+    description: Override the detected Istio version (C(<major>.<minor>), as in the release's file names).
+    type: str
+  operator_namespace:
+    description: Namespace of the Tigera operator and of its Helm release.
+    type: str
+    default: tigera-operator
+  operator_deployment:
+    description: Deployment of the Tigera operator.
+    type: str
+    default: tigera-operator
+  helm_chart:
+    description: Chart name of the Helm release.
+    type: str
+    default: tigera-operator
+  manifest_namespace:
+    description: Namespace of a manifest install's DaemonSet and Deployments.
+    type: str
+    default: kube-system
+  operator_node_namespace:
+    description: Namespace of the calico-node DaemonSet of an operator install.
+    type: str
+    default: calico-system
+  istio_namespace:
+    description: Namespace of Istio's control plane (looked at only when application layer policy is on).
+    type: str
+    default: istio-system
+  istiod_deployment:
+    description: Deployment of Istio's control plane; its image tag gives the Istio version.
+    type: str
+    default: istiod
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is nothing to diff.
+requirements:
+  - kubernetes >= 24.2.0
+"""
+
+EXAMPLES = r"""
+- name: Find out how Calico is installed
+  calico_ops.lifecycle.calico_facts:
+  register: calico
+
+- name: Show it
+  ansible.builtin.debug:
+    msg: "{{ calico.facts.method }} / {{ calico.facts.datastore }} / {{ calico.facts.version }} ({{ calico.sources.version }})"
+
+- name: The cluster has no ClusterInformation yet; say which version is installed
+  calico_ops.lifecycle.calico_facts:
+    version: v3.27.5
+"""
+
+RETURN = r"""
+facts:
+  description:
+    - C(method), C(datastore), C(flavor), C(version), C(variant), C(alp), C(istio_version) (each overridable),
+      and C(node_daemonset) (namespace and name), C(helm_release), C(cluster_version) (ClusterInformation),
+      C(installation_version), C(tigerastatus) (installed, ready, lines, components), C(allow_all_upgrade)
+      (present, api_version, name, selector) and C(installer_field_managers) (who applied the workload).
+  returned: always
+  type: dict
+  sample:
+    method: manifest
+    datastore: kubernetes
+    flavor: calico.yaml
+    version: v3.27.5
+    variant: Calico
+    alp: false
+    istio_version: null
+    node_daemonset: {namespace: kube-system, name: calico-node}
+    helm_release: null
+    cluster_version: v3.27.5
+    installation_version: null
+    tigerastatus: {installed: false, ready: false, lines: [], components: []}
+    allow_all_upgrade: {present: false}
+    installer_field_managers: [kubectl-client-side-apply]
+sources:
+  description: For each key of RV(facts), where the value came from.
+  returned: always
+  type: dict
+  sample:
+    method: "DaemonSet kube-system/calico-node exists; no Tigera operator (no Installation default, ...)"
+    version: "ClusterInformation default spec.calicoVersion v3.27.5 (crd.projectcalico.org/v1)"
+detected:
+  description: For each overridden fact, the detected value and its source.
+  returned: always
+  type: dict
+  sample: {version: {value: null, source: "none found: ..."}}
+requests:
+  description: How many read (and write, always 0) requests the module made.
+  returned: always
+  type: dict
+  sample: {read: 13, write: 0}
+"""
+
+import traceback
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico_facts import DEFAULT_NAMES, run
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+    Client, ClientError, auth_argument_spec)
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+
+
+def argument_spec():
+    spec = auth_argument_spec()
+    spec.update(
+        method=dict(type="str", choices=["helm", "operator", "manifest", "none"]),
+        datastore=dict(type="str", choices=["kubernetes", "etcd"]),
+        flavor=dict(type="str", choices=["calico.yaml", "calico-typha.yaml", "canal.yaml",
+                                         "calico-policy-only.yaml", "calico-etcd.yaml", "canal-etcd.yaml"]),
+        version=dict(type="str"),
+        variant=dict(type="str", choices=["Calico", "TigeraSecureEnterprise"]),
+        alp=dict(type="bool"),
+        istio_version=dict(type="str"),
+    )
+    for name, default in DEFAULT_NAMES.items():
+        spec[name] = dict(type="str", default=default)
+    return spec
+
+
+def main():
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    try:
+        client = Client.from_module(module)
+    except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
+        module.fail_json(msg="cannot build a Kubernetes client: %s" % exc, exception=traceback.format_exc())
+    try:
+        result = run(client, module.params)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    except ClientError as exc:
+        module.fail_json(msg=str(exc), status=exc.status)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: field_ownership
+short_description: Hand the fields of other field managers over to one manager before a server-side apply
+version_added: "0.1.0"
+description:
+  - Server-side apply removes a field only when the applying field manager owned it and no longer applies
+    it. Objects installed with C(kubectl apply), C(kubectl create) or any other manager keep, after a
+    server-side apply of a newer manifest under another manager, everything the newer release dropped (an
+    init container, an env var, a volume) - still pointing at the old release.
+  - For each object of O(objects) that exists, this module merges the C(metadata.managedFields) entries of
+    O(from_managers) (main resource only; C(status) entries stay) into one C(Apply) entry of O(to_manager),
+    with a JSON patch guarded by the object's resourceVersion. A following server-side apply by
+    O(to_manager) then removes what the new manifest no longer has. This is what
+    C(kubectl apply --server-side) does for client-side-applied objects.
+  - Objects that do not exist, and types the server does not serve yet, are reported and skipped. Fields of
+    managers not listed (user changes made with C(kubectl edit), controllers) are left alone.
+author:
+  - calico_ops maintainers (@calico-ops)
+options:
+  objects:
+    description: The manifests whose live objects to adopt (only C(apiVersion), C(kind) and C(metadata) are used).
+    type: list
+    elements: dict
+    required: true
+  from_managers:
+    description: Field managers whose fields are handed over (for example V(kubectl-client-side-apply)).
+    type: list
+    elements: str
+    required: true
+  to_manager:
+    description: The field manager of the following server-side apply.
+    type: str
+    default: calico-ops
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would be adopted; writes nothing.
+  diff_mode:
+    support: full
+    description: The field managers of each changed object, before and after.
+requirements:
+  - kubernetes >= 24.2.0
+"""
+
+EXAMPLES = r"""
+- name: Take over the fields kubectl applied, so the apply below prunes what v3.31 dropped
+  calico_ops.lifecycle.field_ownership:
+    objects: "{{ prepared.documents }}"
+    from_managers: [kubectl-client-side-apply, kubectl-create]
+    to_manager: calico-ops
+
+- name: Apply the new release
+  kubernetes.core.k8s:
+    definition: "{{ prepared.documents }}"
+    apply: true
+    server_side_apply:
+      field_manager: calico-ops
+      force_conflicts: true
+"""
+
+RETURN = r"""
+objects:
+  description: Each object with the action taken (adopted, would adopt, nothing to adopt, absent, type not served yet).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{apiVersion: apps/v1, kind: DaemonSet, namespace: kube-system, name: calico-node, action: adopted,
+            adopted_from: [kubectl-client-side-apply]}]
+counts:
+  description: Objects seen, adopted, absent, unchanged and of types not served.
+  returned: always
+  type: dict
+  sample: {objects: 42, adopted: 40, absent: 2, unchanged: 0, unknown_type: 0}
+"""
+
+import traceback
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+    FIELD_MANAGER, Client, ClientError, auth_argument_spec)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.field_ownership import run
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+
+
+def main():
+    spec = auth_argument_spec()
+    spec.update(
+        objects=dict(type="list", elements="dict", required=True),
+        from_managers=dict(type="list", elements="str", required=True),
+        to_manager=dict(type="str", default=FIELD_MANAGER),
+    )
+    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
+    try:
+        client = Client.from_module(module)
+    except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
+        module.fail_json(msg="cannot build a Kubernetes client: %s" % exc, exception=traceback.format_exc())
+    p = module.params
+    try:
+        result = run(client, p["objects"], p["from_managers"], p["to_manager"], diff=module._diff)
+    except ClientError as exc:
+        module.fail_json(msg=str(exc), status=exc.status)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

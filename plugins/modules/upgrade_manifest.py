@@ -1,0 +1,179 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: upgrade_manifest
+short_description: Prepare a downloaded Calico release manifest for an upgrade (user patches, etcd settings)
+version_added: 0.1.0
+description:
+  - Reads a downloaded release manifest (for example C(calico.yaml) of the target release), sets the etcd
+    settings of the etcd flavors (C(etcd_endpoints) in the ConfigMap; the TLS key, certificate and CA in
+    Secret C(calico-etcd-secrets) and their mount paths in the ConfigMap), then applies the user's patches
+    - the changes they made to the original manifest - to the documents they select.
+  - Each patch selects documents by C(kind) and C(name) (and optionally C(namespace), C(apiVersion)) and is
+    either C(patch), merged like C(kubectl patch --type strategic) (maps merge, C(null) deletes, containers,
+    env, volumes, ports ... merge by their key, an item with C($patch) set to C(delete) removes it), or C(json_patch), a list
+    of RFC 6902 operations. A patch that selects no document, or a JSON patch path that does not exist, fails
+    the module before anything is applied.
+  - Writes the result to O(dest) as the artifact to review (only the edited documents are re-serialised; the
+    Secret's data is redacted there) and returns the documents to apply and the workloads to wait for. Works
+    on the host that runs it (the controller); it does not talk to the cluster.
+author:
+  - calico_ops maintainers (@calico-ops)
+options:
+  src:
+    description: The downloaded manifest. One of O(src) and O(content) is required.
+    type: path
+  content:
+    description: The text of the downloaded manifest.
+    type: str
+  dest:
+    description: Where to write the prepared manifest (created or replaced only when its content changes).
+    type: path
+    required: true
+  patches:
+    description:
+      - The user's changes, each a dict with C(kind), C(name), optional C(namespace) and C(apiVersion), and
+        exactly one of C(patch) (dict, strategic-merge-like) and C(json_patch) (list of RFC 6902 operations).
+    type: list
+    elements: dict
+    default: []
+  etcd_endpoints:
+    description: etcd URLs for C(etcd_endpoints) (etcd flavors only).
+    type: list
+    elements: str
+    default: []
+  etcd_key:
+    description: PEM text of the etcd client key (with O(etcd_cert)).
+    type: str
+  etcd_cert:
+    description: PEM text of the etcd client certificate (with O(etcd_key)).
+    type: str
+  etcd_ca:
+    description: PEM text of the etcd CA certificate.
+    type: str
+attributes:
+  check_mode:
+    support: full
+    description: Returns the documents and reports whether O(dest) would change; writes nothing.
+  diff_mode:
+    support: full
+    description: Shows the change of O(dest).
+"""
+
+EXAMPLES = r"""
+- name: Prepare upgrade.yaml with the changes made to the original manifest
+  calico_ops.lifecycle.upgrade_manifest:
+    src: ./calico-artifacts/v3.31.4-calico.yaml
+    dest: ./calico-artifacts/upgrade.yaml
+    patches:
+      - kind: DaemonSet
+        name: calico-node
+        namespace: kube-system
+        patch:
+          spec:
+            template:
+              spec:
+                containers:
+                  - name: calico-node
+                    env:
+                      - name: CALICO_IPV4POOL_CIDR
+                        value: 10.244.0.0/16
+      - kind: ConfigMap
+        name: calico-config
+        json_patch:
+          - {op: replace, path: /data/veth_mtu, value: "1440"}
+  register: prepared
+"""
+
+RETURN = r"""
+documents:
+  description: The documents to apply (with the real Secret data).
+  returned: always
+  type: list
+  elements: dict
+workloads:
+  description: The manifest's DaemonSets and Deployments (namespace and name), to wait for after the apply.
+  returned: always
+  type: dict
+  sample: {daemonsets: [{namespace: kube-system, name: calico-node}],
+           deployments: [{namespace: kube-system, name: calico-kube-controllers}]}
+patches:
+  description: One entry per patch with the number of documents it matched.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{index: 0, target: DaemonSet kube-system/calico-node, type: strategic, matched: 1}]
+dest:
+  description: The path of the prepared manifest.
+  returned: always
+  type: str
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.manifest import (
+    ManifestError, render_upgrade, workloads)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            src=dict(type="path"),
+            content=dict(type="str"),
+            dest=dict(type="path", required=True),
+            patches=dict(type="list", elements="dict", default=[]),
+            etcd_endpoints=dict(type="list", elements="str", default=[]),
+            etcd_key=dict(type="str", no_log=True),
+            etcd_cert=dict(type="str", no_log=True),
+            etcd_ca=dict(type="str", no_log=True),
+        ),
+        supports_check_mode=True,
+        required_one_of=[("src", "content")],
+        mutually_exclusive=[("src", "content")],
+    )
+    p = module.params
+    text = p["content"]
+    if text is None:
+        try:
+            with open(p["src"]) as f:
+                text = f.read()
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="src: cannot read %s: %s" % (p["src"], to_native(exc)))
+    tls = {"etcd_key": p["etcd_key"], "etcd_cert": p["etcd_cert"], "etcd_ca": p["etcd_ca"]}
+    try:
+        artifact, documents, report = render_upgrade(text, p["patches"], p["etcd_endpoints"], tls)
+    except ManifestError as exc:
+        module.fail_json(msg=to_native(exc))
+    before = None
+    if os.path.exists(p["dest"]):
+        with open(p["dest"]) as f:
+            before = f.read()
+    changed = before != artifact
+    result = dict(changed=changed, documents=documents, workloads=workloads(documents), patches=report,
+                  dest=p["dest"])
+    if module._diff:
+        result["diff"] = dict(before=before or "", after=artifact, before_header=p["dest"], after_header=p["dest"])
+    if changed and not module.check_mode:
+        directory = os.path.dirname(os.path.abspath(p["dest"]))
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".upgrade-manifest.")
+        with os.fdopen(fd, "w") as f:
+            f.write(artifact)
+        module.atomic_move(tmp, p["dest"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""calico_ops.lifecycle.calico_facts on real installs of the release files (local control plane).
+
+Each install is made the way a user makes it (server-side apply of the release file, or ``helm install``),
+checked, and removed: one control plane serves the whole run. The module must read only (no write in the
+audit log) and make few requests.
+"""
+
+import os
+
+import pytest
+import yaml
+
+from calico_support import (OPERATOR_SOURCE, SOURCE, Install, OperatorStandIn, get, helm, node_ds_name,
+                            wait_daemonset, wipe_calico)
+from localcp.audit import describe
+
+pytestmark = pytest.mark.integration
+
+PLAY = """
+- name: Facts
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Detect
+      calico_ops.lifecycle.calico_facts:
+        version: "{{ facts_version | default(omit) }}"
+      register: calico
+"""
+
+MAX_READS = 20
+
+
+@pytest.fixture
+def install(cluster):
+    wipe_calico(cluster)
+    inst = Install(cluster)
+    yield inst
+    if not os.environ.get("KEEP"):
+        inst.cleanup()
+
+
+def facts(cluster, ansible, **extra):
+    mark = cluster.audit.mark()
+    res = ansible.playbook(PLAY, extra_vars=extra or None)
+    assert res.rc == 0, res.stdout[-4000:]
+    writes = cluster.audit.writes_since(mark)
+    assert writes == [], [describe(e) for e in writes]
+    out = res.result_of("Detect")
+    assert out["changed"] is False
+    assert out["requests"]["write"] == 0 and 0 < out["requests"]["read"] <= MAX_READS, out["requests"]
+    return out
+
+
+@pytest.mark.parametrize("flavor, datastore", [
+    ("calico.yaml", "kubernetes"), ("calico-typha.yaml", "kubernetes"), ("canal.yaml", "kubernetes"),
+    ("calico-policy-only.yaml", "kubernetes"), ("calico-etcd.yaml", "etcd"), ("canal-etcd.yaml", "etcd")])
+def test_manifest_installs(cluster, ansible, install, flavor, datastore):
+    install.apply_release(SOURCE, flavor)
+    ds = node_ds_name(flavor)
+    wait_daemonset(cluster, ds)
+    out = facts(cluster, ansible)
+    f, s = out["facts"], out["sources"]
+    assert (f["method"], f["datastore"], f["flavor"], f["version"]) == ("manifest", datastore, flavor, SOURCE), s
+    assert f["node_daemonset"] == {"namespace": "kube-system", "name": ds}
+    assert "DaemonSet kube-system/%s exists" % ds in s["method"]
+    assert s["version"].startswith("image docker.io/calico/node:%s" % SOURCE)
+    assert f["variant"] == "Calico" and f["alp"] is False
+    assert f["installer_field_managers"] == ["test-setup"]
+    assert f["allow_all_upgrade"] == {"present": False}
+
+
+def test_cluster_information_alp_allow_all_upgrade_and_overrides(cluster, ansible, install):
+    install.apply_release(SOURCE, "calico.yaml")
+    wait_daemonset(cluster, "calico-node")
+    objs = [
+        {"apiVersion": "crd.projectcalico.org/v1", "kind": "ClusterInformation", "metadata": {"name": "default"},
+         "spec": {"calicoVersion": "v3.27.4", "datastoreReady": True}},
+        {"apiVersion": "crd.projectcalico.org/v1", "kind": "FelixConfiguration", "metadata": {"name": "default"},
+         "spec": {"policySyncPathPrefix": "/var/run/nodeagent"}},
+        {"apiVersion": "crd.projectcalico.org/v1", "kind": "GlobalNetworkPolicy",
+         "metadata": {"name": "default.allow-all-upgrade"},
+         "spec": {"selector": "has(host-endpoint-upgrade)", "order": 10,
+                  "ingress": [{"action": "Log"}, {"action": "Allow"}]}},
+    ]
+    cluster.apply(yaml.safe_dump_all(objs))
+    out = facts(cluster, ansible)
+    f, s = out["facts"], out["sources"]
+    assert f["version"] == "v3.27.4" and s["version"].startswith("ClusterInformation default spec.calicoVersion")
+    assert f["cluster_version"] == "v3.27.4"
+    assert f["alp"] is True and "policySyncPathPrefix /var/run/nodeagent" in s["alp"]
+    assert f["istio_version"] is None and "no Deployment istio-system/istiod" in s["istio_version"]
+    assert f["allow_all_upgrade"]["present"] and f["allow_all_upgrade"]["name"] == "default.allow-all-upgrade"
+    over = facts(cluster, ansible, facts_version="v3.14.2")
+    assert over["facts"]["version"] == "v3.14.2" and "given by the user" in over["sources"]["version"]
+    assert over["detected"]["version"]["value"] == "v3.27.4"
+
+
+def test_operator_install(cluster, ansible, install):
+    install.apply_release(OPERATOR_SOURCE, "operator-crds.yaml")
+    install.apply_release(OPERATOR_SOURCE, "tigera-operator.yaml")
+    cluster.wait_for(lambda: get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                 "installations.operator.tigera.io"), timeout=60, what="Installation CRD")
+    from calico_support import release_docs
+    crs = [d for d in release_docs(cluster.mirror_url, OPERATOR_SOURCE, "custom-resources.yaml")
+           if d["kind"] in ("Installation", "APIServer")]
+    cluster.apply(yaml.safe_dump_all(crs))
+    before = facts(cluster, ansible)
+    assert before["facts"]["method"] == "operator" and before["facts"]["version"] is None
+    assert before["facts"]["tigerastatus"]["installed"] is True
+    with OperatorStandIn(cluster):
+        cluster.wait_for(lambda: ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
+                                  .get("status") or {}).get("calicoVersion") == OPERATOR_SOURCE,
+                         timeout=60, what="the operator stand-in")
+        cluster.wait_for(lambda: get(cluster, "operator.tigera.io/v1", "TigeraStatus", "calico"), timeout=30,
+                         what="TigeraStatus calico")
+    out = facts(cluster, ansible)
+    f, s = out["facts"], out["sources"]
+    assert (f["method"], f["datastore"], f["flavor"], f["version"]) == ("operator", "kubernetes", None,
+                                                                          OPERATOR_SOURCE), s
+    assert "Installation default exists and Deployment tigera-operator/tigera-operator exists" in s["method"]
+    assert s["version"] == "Installation default status.calicoVersion %s" % OPERATOR_SOURCE
+    assert f["variant"] == "Calico" and f["tigerastatus"]["lines"] == ["calico: Available"]
+    assert f["installer_field_managers"] == ["test-setup"]
+
+
+def test_helm_install(cluster, ansible, install):
+    helm(cluster, "install", "calico", "tigera-operator", "--repo", cluster.chart_repo_url, "--version", SOURCE,
+         "--namespace", "tigera-operator", "--create-namespace")
+    install.helm_releases.append(("calico", "tigera-operator"))
+    install.forget_later(SOURCE, "operator-crds.yaml")
+    out = facts(cluster, ansible)
+    f, s = out["facts"], out["sources"]
+    assert (f["method"], f["datastore"], f["flavor"], f["version"]) == ("helm", "kubernetes", None, SOURCE), s
+    assert s["method"].startswith("Helm release tigera-operator/calico revision 1 of chart tigera-operator %s"
+                                  % SOURCE)
+    assert f["helm_release"]["chart_version"] == SOURCE
+    assert "Helm release" in s["version"]  # no operator runs: the chart's version is all there is
+    assert f["installer_field_managers"] == ["helm"]

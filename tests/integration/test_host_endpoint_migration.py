@@ -1,0 +1,518 @@
+"""host_endpoint_migration on the local control plane, with Calico v3.31.4's real CRDs.
+
+The HostEndpoint and KubeControllersConfiguration CRDs come from ``operator-crds.yaml`` of the release mirror
+(server-side applied). calico-kube-controllers does not run here, so ``KubeControllersStandIn`` (a thread)
+plays its part: while KubeControllersConfiguration ``default`` says ``autoCreate: Enabled`` it creates
+``<node>-auto-hep`` (all interfaces, the node's labels plus ``projectcalico.org/created-by:
+calico-kube-controllers``) for the nodes it is given, one node at a time when asked to (``stagger``), and keeps
+their labels in step with the nodes. Its requests carry their own User-Agent, so the audit log tells its writes
+from the module's. The tests that rely on it say so in their names (``..._with_a_kube_controllers_stand_in``).
+
+* three nodes (pristine control plane: KubeControllersConfiguration default does not exist yet): check mode
+  writes nothing; the migration copies the labels, creates ``default`` with autoCreate Enabled, records each old
+  endpoint and deletes it only after that node's automatic endpoint exists (order checked in the audit log),
+  never touches automatic endpoints, reports an endpoint whose node is missing; a re-run writes nothing;
+  ``restored`` brings the deleted endpoints back; a second ``restored`` writes nothing;
+* a label conflict: the play fails listing it and nothing is written; ``overwrite`` and ``skip`` each do what
+  they say;
+* a node whose automatic endpoint never appears keeps its old endpoint and the play fails naming it;
+* with ``projectcalico.org/v3`` served (CRDs of the same schema standing in for the Calico API server, on a
+  control plane of the test's own) the module reads and writes there, not in the crd.projectcalico.org CRDs.
+"""
+
+import json
+import threading
+import time
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import yaml
+from kubernetes import config as k8s_config
+from kubernetes import dynamic
+from kubernetes.dynamic.exceptions import NotFoundError
+
+from localcp.fixtures import Ansible
+
+pytestmark = pytest.mark.integration
+
+CRD = "crd.projectcalico.org/v1"
+CRD_NAMES = ("hostendpoints.crd.projectcalico.org", "kubecontrollersconfigurations.crd.projectcalico.org")
+PLAYBOOK = "playbooks/migrate_host_endpoints.yml"
+STAND_IN_AGENT = "calico-kube-controllers-stand-in"
+CREATED_BY = {"projectcalico.org/created-by": "calico-kube-controllers"}
+TASK = "Host endpoints are"
+
+
+def coll(api_version, plural, namespace=None):
+    base = "/api/%s" % api_version if "/" not in api_version else "/apis/%s" % api_version
+    return base + ("/namespaces/%s" % namespace if namespace else "") + "/" + plural
+
+
+HEPS = coll(CRD, "hostendpoints")
+KCC = coll(CRD, "kubecontrollersconfigurations") + "/default"
+
+
+class Api(object):
+    """Raw JSON requests through a kubernetes client of the test's own (independent of the code under test)."""
+
+    def __init__(self, cluster, user_agent=None):
+        api = k8s_config.new_client_from_config(config_file=cluster.kubeconfig)
+        if user_agent:
+            api.user_agent = user_agent
+        self.dyn = dynamic.DynamicClient(api)
+
+    def req(self, method, path, body=None, ctype="application/json", query=None):
+        resp = self.dyn.request(method, path, body=body, serialize=False, content_type=ctype,
+                                header_params={"Accept": "application/json"},
+                                query_params=list((query or {}).items()))
+        return json.loads(resp.data) if resp.data else None
+
+    def get(self, path):
+        try:
+            return self.req("GET", path)
+        except NotFoundError:
+            return None
+
+    def items(self, path, **query):
+        return self.req("GET", path, query=query)["items"]
+
+    def delete(self, path):
+        try:
+            self.req("DELETE", path)
+        except NotFoundError:
+            pass
+
+
+def crd_docs(mirror_url):
+    with urllib.request.urlopen(mirror_url + "/v3.31.4/manifests/operator-crds.yaml", timeout=120) as resp:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        docs = [d for d in yaml.load_all(resp.read(), Loader=loader)
+                if d and d.get("kind") == "CustomResourceDefinition" and d["metadata"]["name"] in CRD_NAMES]
+    assert sorted(d["metadata"]["name"] for d in docs) == sorted(CRD_NAMES)
+    return docs
+
+
+def apply_crds(cluster):
+    """Server-side apply the two CRDs; return the names of those that did not exist before."""
+    existing = set(cluster.kubectl("get", "crd", "-o", "name").stdout.split())
+    cluster.apply(yaml.safe_dump_all(crd_docs(cluster.mirror_url)))
+    for name in CRD_NAMES:
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/" + name)
+    api = Api(cluster)
+    cluster.wait_for(lambda: set(r["name"] for r in (api.get("/apis/" + CRD) or {}).get("resources", []))
+                     >= {"hostendpoints", "kubecontrollersconfigurations"}, timeout=60, what="the CRDs in discovery")
+    return [n for n in CRD_NAMES if "customresourcedefinition.apiextensions.k8s.io/" + n not in existing]
+
+
+def delete_crds(cluster, names):
+    if not names:
+        return
+    cluster.kubectl("delete", "crd", "--wait=false", *names)
+    cluster.wait_for(lambda: not set("customresourcedefinition.apiextensions.k8s.io/" + n for n in names)
+                     & set(cluster.kubectl("get", "crd", "-o", "name").stdout.split()),
+                     timeout=300, what="the CRDs of this test file to be deleted")
+
+
+class KubeControllersStandIn(threading.Thread):
+    """calico-kube-controllers' automatic host endpoints, for the nodes it is given (it is not running here).
+
+    While KubeControllersConfiguration default has autoCreate Enabled: each node of ``nodes`` (but ``skip``)
+    gets ``<node>-auto-hep`` with the node's labels and the created-by label, and the labels follow the node's.
+    ``stagger``: seconds between two creations (one node at a time). ``created``: node -> time.monotonic().
+    """
+
+    def __init__(self, cluster, nodes, skip=(), stagger=0.0, interval=0.3, workers=1, api_version=CRD):
+        super(KubeControllersStandIn, self).__init__(daemon=True)
+        self.api = Api(cluster, user_agent=STAND_IN_AGENT)
+        self.api_version = api_version
+        self.heps = coll(api_version, "hostendpoints")
+        self.kcc = coll(api_version, "kubecontrollersconfigurations") + "/default"
+        self.nodes = set(nodes)
+        self.skip = set(skip)
+        self.stagger = stagger
+        self.interval = interval
+        self.workers = workers
+        self.halt = threading.Event()
+        self.errors = []
+        self.created = {}
+        self._last = 0.0
+
+    def run(self):
+        while not self.halt.is_set():
+            try:
+                self.step()
+            except Exception as exc:  # noqa: BLE001 - keep playing; the test checks errors at the end
+                self.errors.append(repr(exc))
+            self.halt.wait(self.interval)
+
+    def stop(self):
+        self.halt.set()
+        self.join(timeout=30)
+        assert not self.errors, self.errors[:5]
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.halt.set()
+        self.join(timeout=30)
+
+    def step(self):
+        kcc = self.api.get(self.kcc)
+        hep = ((((kcc or {}).get("spec") or {}).get("controllers") or {}).get("node") or {}).get("hostEndpoint") or {}
+        if hep.get("autoCreate") != "Enabled":
+            return
+        nodes = dict((n["metadata"]["name"], n) for n in self.api.items("/api/v1/nodes", limit=5000)
+                     if n["metadata"]["name"] in self.nodes and n["metadata"]["name"] not in self.skip)
+        autos = dict((h["metadata"]["name"], h) for h in self.api.items(
+            self.heps, labelSelector="projectcalico.org/created-by=calico-kube-controllers", limit=5000))
+        todo = []
+        for name in sorted(nodes):
+            labels = dict(nodes[name]["metadata"].get("labels") or {})
+            labels.update(CREATED_BY)
+            current = autos.get(name + "-auto-hep")
+            if current is None or current["metadata"].get("labels") != labels:
+                todo.append((name, labels, current))
+        if self.stagger:
+            if todo and time.monotonic() - self._last >= self.stagger:
+                self._one(*todo[0])
+                self._last = time.monotonic()
+            return
+        with ThreadPoolExecutor(self.workers) as pool:
+            list(pool.map(lambda t: self._one(*t), todo))
+
+    def _one(self, node, labels, current):
+        name = node + "-auto-hep"
+        if current is None:
+            self.api.req("POST", self.heps, {
+                "apiVersion": self.api_version, "kind": "HostEndpoint", "metadata": {"name": name, "labels": labels},
+                "spec": {"node": node, "interfaceName": "*", "expectedIPs": ["10.0.0.1"],
+                         "profiles": ["projectcalico-default-allow"]}})
+            self.created[node] = time.monotonic()
+        else:
+            gone = dict((k, None) for k in current["metadata"]["labels"] if k not in labels)
+            gone.update(labels)
+            self.api.req("PATCH", self.heps + "/" + name, {"metadata": {"labels": gone}},
+                         ctype="application/merge-patch+json")
+
+
+def old_hep(name, node, labels, interface="*", api_version=CRD):
+    return {"apiVersion": api_version, "kind": "HostEndpoint", "metadata": {"name": name, "labels": labels},
+            "spec": {"node": node, "interfaceName": interface, "expectedIPs": ["192.0.2.%d" % (len(name) % 200 + 1)],
+                     "profiles": ["manual-profile"]}}
+
+
+def module_result(play):
+    for task in play.tasks:
+        if task["task"].split(" : ", 1)[-1].startswith(TASK):  # role tasks are named "<role> : <task>"
+            return task["result"]
+    raise AssertionError("the host_endpoint_migration task did not run:\n%s\n%s"
+                         % (play.stdout[-3000:], play.stderr[-3000:]))
+
+
+def play_vars(tmp_path, record_namespace="kube-system", **extra):
+    out = {"host_endpoint_migration_record_namespace": record_namespace,
+           "host_endpoint_migration_record_name": "hep-record",
+           "host_endpoint_migration_record_path": str(tmp_path / "record.json"),
+           "host_endpoint_migration_poll_interval": 0.5,
+           "host_endpoint_migration_wait_timeout": 60}
+    out.update(extra)
+    return out
+
+
+def module_writes(events):
+    return [e for e in events if e.get("verb") in ("create", "update", "patch", "delete")
+            and e.get("userAgent") != STAND_IN_AGENT and "dryRun=" not in (e.get("requestURI") or "")]
+
+
+def where(ev):
+    ref = ev.get("objectRef") or {}
+    return "%s %s/%s" % (ev["verb"], ref.get("resource"), ref.get("name"))
+
+
+def labels_of(api, path):
+    return (api.get(path) or {}).get("metadata", {}).get("labels") or {}
+
+
+# -- three nodes, from nothing (a control plane of the test's own) --------------------------------------------------
+
+def test_three_nodes_migrate_then_restore_with_a_kube_controllers_stand_in(pristine_cluster, tmp_path):
+    cluster = pristine_cluster
+    ansible = Ansible(cluster, tmp_path)
+    apply_crds(cluster)
+    api = Api(cluster)
+    nodes = ["node-1", "node-2", "node-3"]  # the control plane's own kwok nodes
+    labels = {"node-1": {"env": "prod", "zone": "a", "hep": "node-1"},
+              "node-2": {"env": "prod", "zone": "b", "hep": "node-2"},
+              "node-3": {"env": "prod", "zone": "c", "tier": "db"}}
+    cluster.kubectl("label", "node", "node-1", "zone=a")  # one label already in place: not written again
+    for node in nodes:
+        api.req("POST", HEPS, old_hep(node + "-all", node, labels[node]))
+    # left alone: an endpoint whose node is missing, a named-interface endpoint, two automatic ones
+    api.req("POST", HEPS, old_hep("ghost-all", "ghost-node", {"env": "prod"}))
+    untouched = [
+        api.req("POST", HEPS, old_hep("node-1-eth0", "node-1", {"env": "prod"}, interface="eth0")),
+        api.req("POST", HEPS, old_hep("node-9-auto-hep", "node-9", {"env": "old"})),
+        api.req("POST", HEPS, old_hep("custom", "node-9", dict(CREATED_BY, env="old"))),
+    ]
+    assert api.get(KCC) is None
+    before = dict((n + "-all", api.get(HEPS + "/" + n + "-all")) for n in nodes)
+
+    # -- check mode: the plan, no write --------------------------------------------------------------------
+    mark = cluster.audit.mark()
+    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(tmp_path), check=True, diff=True)
+    assert [where(e) for e in cluster.audit.writes_since(mark)] == []
+    assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:]
+    res = module_result(play)
+    assert res["changed"] is True and res["kube_controllers"]["action"] == "would create"
+    assert res["labels"] == {"node-1": {"env": "prod", "hep": "node-1"}, "node-2": labels["node-2"],
+                             "node-3": labels["node-3"]}
+    assert res["counts"]["old"] == 4 and res["counts"]["automatic"] == 2 and res["counts"]["other"] == 1
+    assert res["missing_nodes"] == [{"endpoint": "ghost-all", "node": "ghost-node"}]
+    assert api.get(KCC) is None and not (tmp_path / "record.json").exists()
+
+    # -- the migration ---------------------------------------------------------------------------------------
+    progress = tmp_path / "progress.log"
+    with KubeControllersStandIn(cluster, nodes, stagger=3.0) as stand_in:
+        mark = cluster.audit.mark()
+        play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(
+            tmp_path, host_endpoint_migration_progress_path=str(progress)), diff=True)
+        assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:]
+        events = cluster.audit.events_since(mark)
+        stand_in.stop()
+    # the order, from the audit log: each old endpoint deleted only after its replacement was created, and
+    # recorded before that; per node (before the next node's replacement even existed)
+    writes = module_writes(events)
+    seq = [where(e) for e in writes]
+    created = dict((e["objectRef"]["name"][:-len("-auto-hep")], i) for i, e in enumerate(events)
+                   if e.get("userAgent") == STAND_IN_AGENT and e["verb"] == "create"
+                   and e["objectRef"]["resource"] == "hostendpoints" and e["responseStatus"]["code"] == 201)
+    deleted = [(events.index(e), e["objectRef"]["name"]) for e in writes
+               if e["verb"] == "delete" and e["objectRef"]["resource"] == "hostendpoints"]
+    assert [n for _i, n in deleted] == [n + "-all" for n in nodes], seq
+    for k, node in enumerate(nodes):
+        at = deleted[k][0]
+        assert node in created and created[node] < at, "%s-all deleted before %s-auto-hep existed: %s" % (
+            node, node, seq)
+        if k + 1 < len(nodes):
+            assert nodes[k + 1] in created and at < created[nodes[k + 1]], seq
+        record_writes = [i for i, e in enumerate(events[:at])
+                         if e in writes and e["objectRef"]["resource"] == "configmaps"]
+        assert record_writes, "nothing recorded before %s-all was deleted: %s" % (node, seq)
+    assert all(e["responseStatus"]["code"] == 200 for e in writes if e["verb"] == "delete")
+    assert sorted(seq[:3]) == ["patch nodes/node-1", "patch nodes/node-2", "patch nodes/node-3"]  # in parallel
+    assert seq[3] == "create kubecontrollersconfigurations/default"
+    assert not [s for s in seq if "auto-hep" in s or "/custom" in s or "eth0" in s or "ghost" in s], seq
+    assert "node node-2: automatic host endpoint node-2-auto-hep present after" in progress.read_text()
+
+    res = module_result(play)
+    assert res["changed"] is True
+    assert res["counts"]["deleted"] == 3 and res["counts"]["missing_nodes"] == 1
+    assert res["kube_controllers"]["action"] == "created"
+    assert any("ghost-all (node ghost-node)" in w for w in res.get("warnings", [])), res.get("warnings")
+    kcc = api.get(KCC)
+    assert kcc["spec"]["controllers"]["node"]["hostEndpoint"] == {"autoCreate": "Enabled"}
+    assert kcc["spec"]["controllers"]["policy"] == {"reconcilerPeriod": "5m"}  # Calico's defaults, not a stub
+    for node in nodes:
+        node_labels = labels_of(api, "/api/v1/nodes/" + node)
+        auto = api.get(HEPS + "/" + node + "-auto-hep")
+        assert auto is not None, node
+        for key, value in labels[node].items():
+            assert node_labels[key] == value
+            assert auto["metadata"]["labels"][key] == value
+        assert api.get(HEPS + "/" + node + "-all") is None
+    assert api.get(HEPS + "/ghost-all") is not None
+    for obj in untouched:
+        now = api.get(HEPS + "/" + obj["metadata"]["name"])
+        assert now["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+
+    # the record: in the cluster and in the file
+    cm = api.get(coll("v1", "configmaps", "kube-system") + "/hep-record")
+    entries = json.loads(cm["data"]["record.json"])["entries"]
+    assert sorted(e["endpoint"]["metadata"]["name"] for e in entries.values()) == [n + "-all" for n in nodes]
+    assert all(e["deleted"] and not e["done"] for e in entries.values())
+    with open(str(tmp_path / "record.json")) as f:
+        assert json.load(f)["entries"] == entries
+
+    # -- re-run: nothing to do -------------------------------------------------------------------------------
+    mark = cluster.audit.mark()
+    again = ansible.playbook(PLAYBOOK, extra_vars=play_vars(tmp_path))
+    assert again.rc == 0, again.stdout[-4000:]
+    assert again.changed() == 0 and module_result(again)["changed"] is False
+    assert cluster.audit.writes_since(mark) == []
+
+    # -- restored ----------------------------------------------------------------------------------------------
+    mark = cluster.audit.mark()
+    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(tmp_path, host_endpoint_migration_state="restored"),
+                            diff=True)
+    assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:]
+    res = module_result(play)
+    assert res["changed"] is True and res["counts"]["restored"] == 3
+    assert sorted(where(e) for e in cluster.audit.writes_since(mark)
+                  if e["objectRef"]["resource"] == "hostendpoints") == [
+        "create hostendpoints/%s-all" % n for n in nodes]
+    for name, old in before.items():
+        back = api.get(HEPS + "/" + name)
+        assert back["metadata"]["labels"] == old["metadata"]["labels"]
+        assert back["spec"] == old["spec"]
+        assert back["metadata"]["uid"] != old["metadata"]["uid"]
+    for node in nodes:
+        assert api.get(HEPS + "/" + node + "-auto-hep") is not None  # automatic ones stay
+    mark = cluster.audit.mark()
+    again = ansible.playbook(PLAYBOOK, extra_vars=play_vars(tmp_path, host_endpoint_migration_state="restored"))
+    assert again.rc == 0 and again.changed() == 0
+    assert cluster.audit.writes_since(mark) == []
+
+
+def v3_crds(mirror_url):
+    """The same two CRDs serving group projectcalico.org, version v3: a stand-in for the Calico API server."""
+    out = []
+    for doc in crd_docs(mirror_url):
+        doc["spec"]["group"] = "projectcalico.org"
+        doc["metadata"] = {"name": doc["spec"]["names"]["plural"] + ".projectcalico.org"}
+        doc["spec"]["versions"][0]["name"] = "v3"
+        out.append(doc)
+    return out
+
+
+def test_projectcalico_v3_is_used_when_served_with_a_kube_controllers_stand_in(pristine_cluster, tmp_path):
+    """With projectcalico.org/v3 served (CRDs of the same schema stand in for the Calico API server), every read
+    and write of host endpoints and KubeControllersConfiguration goes there, although the crd.projectcalico.org
+    CRDs exist too (with a decoy old endpoint that must stay)."""
+    cluster = pristine_cluster
+    ansible = Ansible(cluster, tmp_path)
+    apply_crds(cluster)
+    cluster.apply(yaml.safe_dump_all(v3_crds(cluster.mirror_url)))
+    api = Api(cluster)
+    v3 = "projectcalico.org/v3"
+    cluster.wait_for(lambda: set(r["name"] for r in (api.get("/apis/" + v3) or {}).get("resources", []))
+                     >= {"hostendpoints", "kubecontrollersconfigurations"}, timeout=60, what="projectcalico.org/v3")
+    heps = coll(v3, "hostendpoints")
+    api.req("POST", coll(v3, "kubecontrollersconfigurations"), {
+        "apiVersion": v3, "kind": "KubeControllersConfiguration", "metadata": {"name": "default"},
+        "spec": {"controllers": {"node": {"hostEndpoint": {"autoCreate": "Disabled"}}}}})
+    for node in ("node-1", "node-2"):
+        api.req("POST", heps, old_hep(node + "-all", node, {"env": "v3"}, api_version=v3))
+    decoy = api.req("POST", HEPS, old_hep("decoy-all", "node-3", {"env": "crd"}))
+    with KubeControllersStandIn(cluster, ["node-1", "node-2"], api_version=v3) as stand_in:
+        mark = cluster.audit.mark()
+        play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(tmp_path))
+        events = cluster.audit.events_since(mark)
+        stand_in.stop()
+    assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:]
+    res = module_result(play)
+    assert res["datastore"] == {"datastore": "kubernetes", "api_version": v3}
+    assert res["counts"]["deleted"] == 2 and res["counts"]["old"] == 2
+    calico = [e for e in events if e.get("userAgent") != STAND_IN_AGENT
+              and (e.get("objectRef") or {}).get("resource") in ("hostendpoints", "kubecontrollersconfigurations")]
+    assert calico and set(e["objectRef"]["apiGroup"] for e in calico) == {"projectcalico.org"}
+    assert api.get(heps + "/node-1-all") is None and api.get(heps + "/node-2-all") is None
+    assert api.get(HEPS + "/decoy-all")["metadata"]["resourceVersion"] == decoy["metadata"]["resourceVersion"]
+    assert api.get(coll(v3, "kubecontrollersconfigurations") + "/default")["spec"]["controllers"]["node"][
+        "hostEndpoint"]["autoCreate"] == "Enabled"
+    assert labels_of(api, "/api/v1/nodes/node-3").get("env") is None  # the decoy's labels are not copied
+
+
+# -- the shared control plane ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def calico_crds(cluster):
+    created = apply_crds(cluster)
+    yield
+    delete_crds(cluster, created)
+
+
+@pytest.fixture
+def world(cluster, calico_crds):
+    """Nodes of this test's own, KubeControllersConfiguration default as Calico creates it (autoCreate Disabled);
+    everything removed afterwards."""
+    api = Api(cluster)
+    tag = uuid.uuid4().hex[:5]
+    w = {"api": api, "tag": tag, "nodes": []}
+    if api.get(KCC) is not None:
+        pytest.fail("KubeControllersConfiguration default exists already: another test left it behind")
+    api.req("POST", coll(CRD, "kubecontrollersconfigurations"), {
+        "apiVersion": CRD, "kind": "KubeControllersConfiguration", "metadata": {"name": "default"},
+        "spec": {"controllers": {"node": {"reconcilerPeriod": "5m", "syncLabels": "Enabled",
+                                          "hostEndpoint": {"autoCreate": "Disabled"}}}}})
+
+    def add_nodes(specs):
+        names = ["hep-%s-%s" % (tag, n) for n in specs]
+        w["nodes"].extend(names)
+        cluster.add_nodes([cluster.node_spec(name, labels=labels) for name, labels in zip(names, specs.values())])
+        return names
+    w["add_nodes"] = add_nodes
+    try:
+        yield w
+    finally:
+        api.delete(KCC)
+        for hep in api.items(HEPS):
+            if hep["spec"].get("node") in w["nodes"]:
+                api.delete(HEPS + "/" + hep["metadata"]["name"])
+        cluster.remove_nodes(w["nodes"])
+
+
+def test_a_label_conflict_writes_nothing_and_is_listed(cluster, world, ansible, namespace, tmp_path):
+    api = world["api"]
+    n1, n2 = world["add_nodes"]({"1": {"env": "prod"}, "2": {}})
+    api.req("POST", HEPS, old_hep(n1 + "-all", n1, {"env": "staging", "zone": "a"}))
+    api.req("POST", HEPS, old_hep(n2 + "-all", n2, {"env": "prod"}))
+    mark = cluster.audit.mark()
+    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(tmp_path, namespace))
+    assert play.rc != 0
+    res = module_result(play)
+    assert cluster.audit.writes_since(mark) == []
+    assert "1 label conflict(s), nothing was written" in res["msg"]
+    assert "node %s: label env is 'prod' on the node, 'staging' on host endpoint %s-all" % (n1, n1) in res["msg"]
+    assert res["conflicts"] == [{"node": n1, "key": "env", "node_value": "prod",
+                                 "endpoint_values": {n1 + "-all": "staging"}, "kind": "node",
+                                 "resolution": "blocking"}]
+    assert api.get(HEPS + "/" + n1 + "-all") and api.get(HEPS + "/" + n2 + "-all")
+    assert "zone" not in labels_of(api, "/api/v1/nodes/" + n1)
+    assert api.get(KCC)["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"] == "Disabled"
+
+
+@pytest.mark.parametrize("policy", ["overwrite", "skip"])
+def test_overwrite_and_skip_with_a_kube_controllers_stand_in(cluster, world, ansible, namespace, tmp_path, policy):
+    api = world["api"]
+    n1, n2 = world["add_nodes"]({"1": {"env": "prod"}, "2": {}})
+    api.req("POST", HEPS, old_hep(n1 + "-all", n1, {"env": "staging", "zone": "a"}))
+    api.req("POST", HEPS, old_hep(n2 + "-all", n2, {"env": "prod"}))
+    with KubeControllersStandIn(cluster, [n1, n2]) as stand_in:
+        play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(
+            tmp_path, namespace, host_endpoint_migration_label_conflicts=policy))
+        stand_in.stop()
+    assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:]
+    res = module_result(play)
+    assert res["conflicts"][0]["resolution"] == policy
+    expected_env = "staging" if policy == "overwrite" else "prod"
+    assert labels_of(api, "/api/v1/nodes/" + n1)["env"] == expected_env
+    assert labels_of(api, "/api/v1/nodes/" + n1)["zone"] == "a"
+    assert labels_of(api, HEPS + "/" + n1 + "-auto-hep")["env"] == expected_env
+    assert labels_of(api, "/api/v1/nodes/" + n2)["env"] == "prod"
+    assert api.get(HEPS + "/" + n1 + "-all") is None and api.get(HEPS + "/" + n2 + "-all") is None
+    n1_result = [n for n in res["nodes"] if n["node"] == n1][0]
+    assert n1_result["skipped_labels"] == ([] if policy == "overwrite" else ["env"])
+
+
+def test_a_node_whose_automatic_endpoint_never_appears_keeps_its_old_endpoint_with_a_kube_controllers_stand_in(
+        cluster, world, ansible, namespace, tmp_path):
+    api = world["api"]
+    n1, n2 = world["add_nodes"]({"1": {}, "2": {}})
+    api.req("POST", HEPS, old_hep(n1 + "-all", n1, {"env": "prod"}))
+    api.req("POST", HEPS, old_hep(n2 + "-all", n2, {"env": "prod"}))
+    with KubeControllersStandIn(cluster, [n1, n2], skip=[n2]) as stand_in:
+        play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(
+            tmp_path, namespace, host_endpoint_migration_wait_timeout=6))
+        stand_in.stop()
+    assert play.rc != 0
+    res = module_result(play)
+    assert "1 node(s) kept their old host endpoint(s)" in res["msg"]
+    assert "%s (no automatic host endpoint)" % n2 in res["msg"]
+    assert res["not_replaced"] == [{"node": n2, "endpoints": [n2 + "-all"], "reason": "no automatic host endpoint"}]
+    assert api.get(HEPS + "/" + n2 + "-all") is not None
+    assert api.get(HEPS + "/" + n1 + "-all") is None and api.get(HEPS + "/" + n1 + "-auto-hep") is not None
+    assert labels_of(api, "/api/v1/nodes/" + n2)["env"] == "prod"  # labels copied all the same

@@ -1,0 +1,599 @@
+"""playbooks/upgrade.yml (role calico_ops.lifecycle.upgrade) on the local control plane.
+
+Real release files (served by the harness's mirror), real server-side applies, real rollouts of the
+DaemonSets and Deployments on kwok nodes, the audit log for "no writes". What no real Calico component can do
+here is played by the stand-ins of calico_support.py (ClusterInformation from calico-node, Installation
+status and TigeraStatus from the operator). The manifests create cluster-scoped objects and workloads in
+kube-system, so every test installs, upgrades and removes its own install, one after another.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from calico_support import (OPERATOR_SOURCE, SOURCE, TARGET, CalicoNodeStandIn, Install, OperatorStandIn, get,
+                            helm, image_tag, node_ds_name, release_docs, release_text, wait_daemonset, wipe_calico)
+from localcp.audit import describe
+from localcp.mirror import REPO_ROOT
+
+pytestmark = pytest.mark.integration
+
+PLAYBOOK = "playbooks/upgrade.yml"
+CUSTOM_ENV = {"name": "FELIX_LOGSEVERITYSCREEN", "value": "debug"}
+
+
+@pytest.fixture
+def install(cluster):
+    wipe_calico(cluster)
+    inst = Install(cluster)
+    yield inst
+    if not os.environ.get("KEEP"):
+        inst.cleanup()
+
+
+def upgrade_vars(cluster, tmp_path, install, **extra):
+    suffix = uuid.uuid4().hex[:6]
+    out = {
+        "upgrade_manifest_url": cluster.mirror_url,
+        "upgrade_chart_repo_url": cluster.chart_repo_url,
+        "upgrade_artifacts_dir": str(tmp_path / "artifacts"),
+        "upgrade_timeout": 60,
+        "upgrade_poll_interval": 1,
+        "upgrade_record_name": "calico-ops-upgrade-" + suffix,
+        "upgrade_owner_references_record_name": "calico-ops-owner-refs-" + suffix,
+        "upgrade_owner_references_record_path": str(tmp_path / "owner-references.json"),
+    }
+    install.configmaps += [("kube-system", out["upgrade_record_name"]),
+                           ("kube-system", out["upgrade_owner_references_record_name"])]
+    out.update(extra)
+    return out
+
+
+def _profile(res):
+    """With UPGRADE_PROFILE=1 (and pytest -s): the slowest tasks of a run."""
+    from datetime import datetime
+    spans = []
+    for play in res.data.get("plays", []):
+        for t in play.get("tasks", []):
+            d = t["task"].get("duration") or {}
+            if d.get("start") and d.get("end"):
+                secs = (datetime.fromisoformat(d["end"].rstrip("Z")) - datetime.fromisoformat(d["start"].rstrip("Z")))
+                spans.append((secs.total_seconds(), t["task"]["name"]))
+    for secs, name in sorted(spans, reverse=True)[:8]:
+        print("  %6.1fs %s" % (secs, name))
+
+
+def run(ansible, variables, check=False, ok=True):
+    res = ansible.playbook(PLAYBOOK, extra_vars=variables, check=check)
+    if os.environ.get("UPGRADE_PROFILE"):
+        _profile(res)
+    if ok:
+        assert res.rc == 0, res.stdout[-6000:] + res.stderr[-3000:]
+    return res
+
+
+def task_name(t):
+    return t["task"].split(" : ", 1)[-1]
+
+
+def task(res, prefix):
+    """The result of the first task (role prefix removed) whose name starts with ``prefix``."""
+    for t in res.tasks:
+        if task_name(t).startswith(prefix):
+            return t["result"]
+    raise KeyError("no task starting with %r in: %s" % (prefix, [task_name(t) for t in res.tasks]))
+
+
+def ran(res):
+    """Names of the tasks that ran (not skipped), in order."""
+    return [task_name(t) for t in res.tasks if not t["result"].get("skipped")]
+
+
+def failure(res):
+    return " ".join(str(t["result"].get("msg", "")) for t in res.tasks if t["result"].get("failed")
+                    and not t["result"].get("failed_when_result") is False)
+
+
+def record(cluster, variables):
+    cm = get(cluster, "v1", "ConfigMap", variables["upgrade_record_name"], "kube-system")
+    return (cm or {}).get("data")
+
+
+def customise(ds_name, cm_name):
+    """The user's changes to the original manifest: an env var on calico-node and the MTU."""
+    def edit(doc):
+        meta = doc["metadata"]
+        if doc["kind"] == "DaemonSet" and meta["name"] == ds_name:
+            for cont in doc["spec"]["template"]["spec"]["containers"]:
+                if cont["name"] == "calico-node":
+                    cont["env"].append(dict(CUSTOM_ENV))
+        if doc["kind"] == "ConfigMap" and meta["name"] == cm_name:
+            doc["data"]["veth_mtu"] = "1440"
+        return doc
+    patches = [
+        {"kind": "DaemonSet", "name": ds_name, "namespace": "kube-system",
+         "patch": {"spec": {"template": {"spec": {"containers": [{"name": "calico-node", "env": [CUSTOM_ENV]}]}}}}},
+        {"kind": "ConfigMap", "name": cm_name,
+         "json_patch": [{"op": "replace", "path": "/data/veth_mtu", "value": "1440"}]},
+    ]
+    return edit, patches
+
+
+def pods_of(cluster, ds):
+    labels = ds["spec"]["selector"]["matchLabels"]
+    pods = cluster.k8s.resources.get(api_version="v1", kind="Pod").get(
+        namespace=ds["metadata"]["namespace"], label_selector=",".join("%s=%s" % kv for kv in labels.items()))
+    return [p for p in pods.to_dict()["items"] if not p["metadata"].get("deletionTimestamp")]
+
+
+def assert_upgraded_manifest(cluster, flavor, datastore="kubernetes"):
+    """Everything of the target manifest is in place, rolled out, and nothing of the old release is left."""
+    target_docs = release_docs(cluster.mirror_url, TARGET, flavor)
+    ds_name = node_ds_name(flavor)
+    ds = get(cluster, "apps/v1", "DaemonSet", ds_name, "kube-system")
+    spec = ds["spec"]["template"]["spec"]
+    want = [d for d in target_docs if d["kind"] == "DaemonSet"][0]["spec"]["template"]["spec"]
+    assert [c["name"] for c in spec.get("initContainers", [])] == [c["name"] for c in want.get("initContainers", [])]
+    assert [c["name"] for c in spec["containers"]] == [c["name"] for c in want["containers"]]
+    for cont in spec.get("initContainers", []) + spec["containers"]:
+        if "/calico/" in cont["image"]:
+            assert image_tag(cont["image"]) == TARGET, cont
+    st = ds["status"]
+    assert st["observedGeneration"] == ds["metadata"]["generation"]
+    assert st["updatedNumberScheduled"] == st["desiredNumberScheduled"] == st["numberAvailable"] > 0
+    pods = pods_of(cluster, ds)
+    assert len(pods) == st["desiredNumberScheduled"]
+    for pod in pods:
+        node = [c for c in pod["spec"]["containers"] if c["name"] == "calico-node"][0]
+        assert image_tag(node["image"]) == TARGET
+        assert pod["status"]["phase"] == "Running"
+        ready = sum(1 for c in pod["status"]["containerStatuses"] if c["ready"])
+        assert ready == len(pod["spec"]["containers"]) or (datastore == "etcd" and ready >= 1), pod["status"]
+    for doc in target_docs:
+        if doc["kind"] == "Deployment":
+            dep = get(cluster, "apps/v1", "Deployment", doc["metadata"]["name"], "kube-system")
+            assert image_tag(dep["spec"]["template"]["spec"]["containers"][0]["image"]) == TARGET
+            conds = dict((c["type"], c["status"]) for c in dep["status"]["conditions"])
+            assert conds.get("Available") == "True" and dep["status"]["availableReplicas"] == dep["spec"]["replicas"]
+    return ds
+
+
+# -- manifest, Kubernetes API datastore -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("flavor", ["calico.yaml", "calico-typha.yaml", "canal.yaml", "calico-policy-only.yaml"])
+def test_manifest_upgrade(cluster, ansible, install, tmp_path, flavor):
+    ds_name = node_ds_name(flavor)
+    cm_name = "canal-config" if flavor.startswith("canal") else "calico-config"
+    edit, patches = customise(ds_name, cm_name)
+    install.apply_release(SOURCE, flavor, edit)
+    install.forget_later(TARGET, flavor)
+    wait_daemonset(cluster, ds_name)
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_manifest_patches=patches)
+    full = flavor == "calico.yaml"  # check mode and the re-run once; they are the same for every flavor
+
+    with CalicoNodeStandIn(cluster, daemonset=ds_name) as node:
+        cluster.wait_for(lambda: (get(cluster, "crd.projectcalico.org/v1", "ClusterInformation", "default") or {})
+                         .get("spec", {}).get("calicoVersion") == SOURCE, timeout=30, what="ClusterInformation")
+        if full:
+            mark = cluster.audit.mark()
+            res = run(ansible, variables, check=True)
+            writes = cluster.audit.writes_since(mark)
+            assert writes == [], [describe(e) for e in writes]
+            assert res.changed() > 0
+            assert image_tag(get(cluster, "apps/v1", "DaemonSet", ds_name, "kube-system")["spec"]["template"]["spec"]
+                             ["containers"][0]["image"]) == SOURCE
+
+        res = run(ansible, variables)
+        assert res.changed() > 0
+        assert not node.errors, node.errors
+
+    ds = assert_upgraded_manifest(cluster, flavor)
+    node_env = [c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == "calico-node"][0]["env"]
+    assert CUSTOM_ENV in node_env, "the customisation patch did not survive the upgrade"
+    assert get(cluster, "v1", "ConfigMap", cm_name, "kube-system")["data"]["veth_mtu"] == "1440"
+    ci = get(cluster, "crd.projectcalico.org/v1", "ClusterInformation", "default")
+    assert ci["spec"]["calicoVersion"] == TARGET
+    assert record(cluster, variables)["phase"] == "done"
+    assert record(cluster, variables)["source_version"] == SOURCE
+    artifact = (tmp_path / "artifacts" / "upgrade.yaml").read_text()
+    assert "FELIX_LOGSEVERITYSCREEN" in artifact
+    assert (tmp_path / "artifacts" / ("%s-%s" % (TARGET, flavor))).read_text() == \
+        release_text(cluster.mirror_url, TARGET, flavor)
+    names = ran(res)
+    detach = [i for i, n in enumerate(names) if n.startswith("Detach owner references")]
+    apply = [i for i, n in enumerate(names) if n.startswith("Apply upgrade.yaml server-side")]
+    attach = [i for i, n in enumerate(names) if n.startswith("Re-attach owner references")]
+    assert detach and apply and attach and detach[0] < apply[0] < attach[0], names
+
+    if full:
+        mark = cluster.audit.mark()
+        again = run(ansible, variables)
+        assert again.changed() == 0
+        writes = cluster.audit.writes_since(mark)
+        assert writes == [], [describe(e) for e in writes]
+        assert task(again, "Report what was found")["msg"][-1].startswith("plan: noop")
+
+
+# -- manifest, etcd datastore ---------------------------------------------------------------------------------
+
+KEY_PEM = "-----BEGIN PRIVATE KEY-----\ncalico-ops-test-key-%s\n-----END PRIVATE KEY-----\n" % uuid.uuid4().hex
+CERT_PEM = "-----BEGIN CERTIFICATE-----\ncalico-ops-test-cert\n-----END CERTIFICATE-----\n"
+
+
+def test_etcd_datastore_upgrade(cluster, ansible, install, tmp_path):
+    def old_endpoints(doc):
+        if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == "calico-config":
+            doc["data"]["etcd_endpoints"] = "http://127.0.0.1:12379"
+        return doc
+    install.apply_release(SOURCE, "calico-etcd.yaml", old_endpoints)
+    install.forget_later(TARGET, "calico-etcd.yaml")
+    wait_daemonset(cluster, "calico-node")
+    endpoints = ["http://127.0.0.1:22379", "http://127.0.0.1:22380"]
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_etcd_endpoints=endpoints,
+                             upgrade_etcd_key=KEY_PEM, upgrade_etcd_cert=CERT_PEM)
+
+    res = run(ansible, variables)
+
+    report = task(res, "Report what was found")["msg"]
+    assert "datastore: etcd" in report[1] and "flavor: calico-etcd.yaml" in report[2]
+    assert_upgraded_manifest(cluster, "calico-etcd.yaml", datastore="etcd")
+    cm = get(cluster, "v1", "ConfigMap", "calico-config", "kube-system")["data"]
+    assert cm["etcd_endpoints"] == ",".join(endpoints)
+    assert (cm["etcd_key"], cm["etcd_cert"], cm["etcd_ca"]) == ("/calico-secrets/etcd-key",
+                                                                "/calico-secrets/etcd-cert", "")
+    secret = get(cluster, "v1", "Secret", "calico-etcd-secrets", "kube-system")["data"]
+    import base64
+    assert base64.b64decode(secret["etcd-key"]).decode() == KEY_PEM
+    assert KEY_PEM.split("\n")[1] not in res.stdout + res.stderr, "the etcd key was shown"
+    assert KEY_PEM.split("\n")[1] not in (tmp_path / "artifacts" / "upgrade.yaml").read_text()
+    verify = task(res, "Wait until the cluster reports Calico")
+    assert verify["facts"]["version"] == TARGET and "image" in verify["sources"]["version"]
+    assert record(cluster, variables)["phase"] == "done"
+
+
+def test_etcd_endpoints_are_required_and_validated(cluster, ansible, install, tmp_path):
+    install.apply_release(SOURCE, "calico-etcd.yaml")
+    wait_daemonset(cluster, "calico-node")
+    for extra, words in (({}, "upgrade_etcd_endpoints is required"),
+                         ({"upgrade_etcd_endpoints": ["127.0.0.1:2379"]},
+                          "upgrade_etcd_endpoints[0] must be an http:// or https:// URL")):
+        variables = upgrade_vars(cluster, tmp_path, install, **extra)
+        mark = cluster.audit.mark()
+        res = run(ansible, variables, ok=False)
+        assert res.rc != 0 and words in failure(res), failure(res)
+        writes = cluster.audit.writes_since(mark)
+        assert writes == [], [describe(e) for e in writes]
+
+
+# -- operator and Helm ------------------------------------------------------------------------------------------
+
+def operator_image(cluster, version):
+    dep = [d for d in release_docs(cluster.mirror_url, version, "tigera-operator.yaml") if d["kind"] == "Deployment"]
+    return dep[0]["spec"]["template"]["spec"]["containers"][0]["image"]
+
+
+def crd(cluster, name):
+    return get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+
+
+def test_operator_upgrade(cluster, ansible, install, tmp_path):
+    install.apply_release(OPERATOR_SOURCE, "operator-crds.yaml")
+    install.apply_release(OPERATOR_SOURCE, "tigera-operator.yaml")
+    install.forget_later(TARGET, "operator-crds.yaml")
+    install.forget_later(TARGET, "tigera-operator.yaml")
+    cluster.wait_for(lambda: get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                 "installations.operator.tigera.io"), timeout=60, what="Installation CRD")
+    crs = [d for d in release_docs(cluster.mirror_url, OPERATOR_SOURCE, "custom-resources.yaml")
+           if d["kind"] in ("Installation", "APIServer")]
+    cluster.apply(yaml.safe_dump_all(crs))
+    assert crd(cluster, "goldmanes.operator.tigera.io") is None  # new in v3.30
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_goldmane=True, upgrade_whisker=True,
+                             upgrade_tigerastatus_expected=["calico"])
+    with OperatorStandIn(cluster) as operator:
+        cluster.wait_for(lambda: ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
+                                  .get("status") or {}).get("calicoVersion") == OPERATOR_SOURCE,
+                         timeout=60, what="the operator stand-in reporting %s" % OPERATOR_SOURCE)
+        res = run(ansible, variables)
+        assert not operator.errors, operator.errors
+
+    report = task(res, "Report what was found")["msg"]
+    assert report[0].startswith("method: operator") and "version: %s" % OPERATOR_SOURCE in report[3]
+    dep = get(cluster, "apps/v1", "Deployment", "tigera-operator", "tigera-operator")
+    assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == operator_image(cluster, TARGET)
+    assert dep["status"]["updatedReplicas"] == dep["status"]["availableReplicas"] == 1
+    new_crd = [d for d in release_docs(cluster.mirror_url, TARGET, "operator-crds.yaml")
+               if d["metadata"]["name"] == "installations.operator.tigera.io"][0]
+    live = crd(cluster, "installations.operator.tigera.io")
+    assert live["spec"]["versions"][0]["schema"] == new_crd["spec"]["versions"][0]["schema"]
+    assert crd(cluster, "goldmanes.operator.tigera.io") is not None
+    assert get(cluster, "operator.tigera.io/v1", "Goldmane", "default") is not None
+    assert get(cluster, "operator.tigera.io/v1", "Whisker", "default") is not None
+    names = ran(res)
+    assert not any(n.startswith("Detach owner references") for n in names), "v3.29.7 needs no detach"
+    assert any(n.startswith("Wait for every TigeraStatus") for n in names)
+    assert record(cluster, variables)["phase"] == "done"
+
+    mark = cluster.audit.mark()
+    again = run(ansible, variables)
+    assert again.changed() == 0
+    writes = cluster.audit.writes_since(mark)
+    assert writes == [], [describe(e) for e in writes]
+
+
+def helm_release(cluster, name="calico", namespace="tigera-operator"):
+    proc = helm(cluster, "list", "-n", namespace, "-o", "json")
+    return [r for r in json.loads(proc.stdout) if r["name"] == name][0]
+
+
+def test_helm_upgrade(cluster, ansible, install, tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"podLabels": {"calico-ops-test": "kept"}}))
+    helm(cluster, "install", "calico", "tigera-operator", "--repo", cluster.chart_repo_url, "--version", SOURCE,
+         "--namespace", "tigera-operator", "--create-namespace", "-f", str(values))
+    install.helm_releases.append(("calico", "tigera-operator"))
+    install.forget_later(TARGET, "operator-crds.yaml")
+    install.forget_later(SOURCE, "operator-crds.yaml")
+    before = helm_release(cluster)
+    assert before["chart"] == "tigera-operator-%s" % SOURCE and before["revision"] == "1"
+    variables = upgrade_vars(cluster, tmp_path, install)
+    with OperatorStandIn(cluster) as operator:
+        cluster.wait_for(lambda: ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
+                                  .get("status") or {}).get("calicoVersion") == SOURCE,
+                         timeout=60, what="the operator stand-in reporting %s" % SOURCE)
+        res = run(ansible, variables)
+        assert not operator.errors, operator.errors
+
+    assert task(res, "Report what was found")["msg"][0].startswith("method: helm")
+    after = helm_release(cluster)
+    assert after["chart"] == "tigera-operator-%s" % TARGET and int(after["revision"]) == 2
+    assert after["status"] == "deployed"
+    kept = json.loads(helm(cluster, "get", "values", "calico", "-n", "tigera-operator", "-o", "json").stdout)
+    assert kept.get("podLabels") == {"calico-ops-test": "kept"}
+    dep = get(cluster, "apps/v1", "Deployment", "tigera-operator", "tigera-operator")
+    assert dep["spec"]["template"]["metadata"]["labels"].get("calico-ops-test") == "kept"
+    assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == operator_image(cluster, TARGET)
+    assert crd(cluster, "goldmanes.operator.tigera.io") is not None  # operator-crds.yaml applied first
+    names = ran(res)
+    assert any(n.startswith("Detach owner references") for n in names)
+    assert record(cluster, variables)["phase"] == "done"
+
+
+# -- guards -----------------------------------------------------------------------------------------------------
+
+def retag(tag):
+    def edit(doc):
+        if doc["kind"] in ("DaemonSet", "Deployment"):
+            spec = doc["spec"]["template"]["spec"]
+            for cont in spec.get("initContainers", []) + spec["containers"]:
+                cont["image"] = cont["image"].rsplit(":", 1)[0] + ":" + tag
+        return doc
+    return edit
+
+
+@pytest.mark.parametrize("tag, words", [("v3.14.2", "older than v3.15.0"), ("v3.32.0", "downgrades are not supported")])
+def test_guard_refuses_without_writing(cluster, ansible, install, tmp_path, tag, words):
+    install.apply_release(SOURCE, "calico.yaml", retag(tag))
+    wait_daemonset(cluster, "calico-node")
+    variables = upgrade_vars(cluster, tmp_path, install)
+    mark = cluster.audit.mark()
+    res = run(ansible, variables, ok=False)
+    writes = cluster.audit.writes_since(mark)
+    assert res.rc != 0 and words in failure(res) and tag in failure(res), failure(res)
+    assert writes == [], [describe(e) for e in writes]
+    assert record(cluster, variables) is None
+
+
+def test_guard_noop_at_the_target(cluster, ansible, install, tmp_path):
+    install.apply_release(TARGET, "calico.yaml")
+    wait_daemonset(cluster, "calico-node")
+    variables = upgrade_vars(cluster, tmp_path, install)
+    mark = cluster.audit.mark()
+    res = run(ansible, variables)
+    writes = cluster.audit.writes_since(mark)
+    assert writes == [], [describe(e) for e in writes]
+    assert res.changed() == 0
+    assert task(res, "Report what was found")["msg"][-1].startswith("plan: noop: Calico is already at v3.31.4")
+    assert not any(n.startswith("Record the upgrade") for n in ran(res))
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"upgrade_target_version": "3.31"}, "upgrade_target_version must be a release version vX.Y.Z"),
+    ({"upgrade_target_version": "v3.31.4.1"}, "upgrade_target_version must be a release version vX.Y.Z"),
+    ({"upgrade_current_version": "v3.27"}, "upgrade_current_version must be a release version"),
+    ({"upgrade_manifest_url": "ftp://example.com"}, "upgrade_manifest_url must be an http:// or https:// URL"),
+    ({"upgrade_timeout": 5, "upgrade_poll_interval": 10}, "upgrade_poll_interval must be positive"),
+])
+def test_invalid_variables_are_refused_by_name(cluster, ansible, tmp_path, extra, words):
+    variables = {"upgrade_manifest_url": cluster.mirror_url, "upgrade_artifacts_dir": str(tmp_path)}
+    variables.update(extra)
+    mark = cluster.audit.mark()
+    res = ansible.playbook(PLAYBOOK, extra_vars=variables)
+    assert res.rc != 0 and words in failure(res), failure(res) or res.stdout[-3000:]
+    assert cluster.audit.writes_since(mark) == []
+
+
+def test_a_patch_that_matches_nothing_stops_before_any_write(cluster, ansible, install, tmp_path):
+    install.apply_release(SOURCE, "calico.yaml")
+    wait_daemonset(cluster, "calico-node")
+    patches = [{"kind": "DaemonSet", "name": "calico-node", "namespace": "calico-system",
+                "patch": {"metadata": {"labels": {"x": "y"}}}}]
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_manifest_patches=patches)
+    mark = cluster.audit.mark()
+    res = run(ansible, variables, ok=False)
+    assert res.rc != 0
+    assert "upgrade_manifest_patches[0] (DaemonSet calico-system/calico-node) matches no document" in failure(res)
+    writes = cluster.audit.writes_since(mark)
+    assert writes == [], [describe(e) for e in writes]
+
+
+# -- waits, interruption ------------------------------------------------------------------------------------------
+
+def test_rollout_timeout_quotes_the_daemonset_status(cluster, ansible, install, tmp_path):
+    install.apply_release(SOURCE, "calico.yaml")
+    install.forget_later(TARGET, "calico.yaml")
+    wait_daemonset(cluster, "calico-node")
+    unschedulable = [{"kind": "DaemonSet", "name": "calico-node", "patch": {"spec": {"template": {"spec": {
+        "containers": [{"name": "calico-node", "resources": {"requests": {"cpu": "1000"}}}]}}}}}]
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_manifest_patches=unschedulable,
+                             upgrade_timeout=8, upgrade_poll_interval=2)
+    res = run(ansible, variables, ok=False)
+    msg = failure(res)
+    assert res.rc != 0 and "not rolled out: DaemonSet kube-system/calico-node" in msg, msg
+    assert "pods updated" in msg and "Pending" in msg, msg
+    assert record(cluster, variables)["phase"] == "upgrading"
+
+
+def _playbook_cmd(cluster, tmp_path, variables):
+    vars_file = tmp_path / ("vars-%s.json" % uuid.uuid4().hex[:6])
+    vars_file.write_text(json.dumps(variables))
+    return [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO_ROOT / PLAYBOOK), "-i", "localhost,",
+            "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable, "-e", "@%s" % vars_file]
+
+
+def test_a_rerun_after_an_interruption_finishes(cluster, ansible, install, tmp_path):
+    install.apply_release(SOURCE, "calico-typha.yaml")
+    install.forget_later(TARGET, "calico-typha.yaml")
+    wait_daemonset(cluster, "calico-node")
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_timeout=120)
+    env = dict(cluster.env, ANSIBLE_NOCOLOR="1")
+    # No calico-node stand-in yet: ClusterInformation never reports the target, so the play sits in its
+    # post-check after the apply - and is killed there.
+    proc = subprocess.Popen(_playbook_cmd(cluster, tmp_path, variables), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, cwd=str(REPO_ROOT),
+                            start_new_session=True)
+    try:
+        def applied():
+            ds = get(cluster, "apps/v1", "DaemonSet", "calico-node", "kube-system")
+            return (record(cluster, variables) or {}).get("phase") == "upgrading" and \
+                image_tag(ds["spec"]["template"]["spec"]["containers"][0]["image"]) == TARGET
+        cluster.wait_for(applied, timeout=120, interval=0.5, what="the upgrade to be applied")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert record(cluster, variables)["phase"] == "upgrading"
+
+    with CalicoNodeStandIn(cluster):
+        res = run(ansible, variables)
+    assert task(res, "Report what was found")["msg"][-1].startswith("plan: upgrade (resume)")
+    # the interrupted run had applied everything: the resumed one writes none of it again (dry runs only)
+    counts = task(res, "Apply upgrade.yaml server-side")["counts"]
+    assert counts["created"] == counts["updated"] == 0 and counts["unchanged"] > 0, counts
+    assert any(n.startswith("Re-attach owner references") for n in ran(res)), "the resumed run must re-attach"
+    assert_upgraded_manifest(cluster, "calico-typha.yaml")
+    assert record(cluster, variables)["phase"] == "done"
+    assert record(cluster, variables)["source_version"] == SOURCE
+
+
+# -- application layer policy, allow-all-upgrade, calicoctl configuration ----------------------------------------
+
+def _deployment(name, namespace, image, labels):
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "main", "image": image}]}}}}
+
+
+def test_alp_allow_all_upgrade_and_calicoctl_config(cluster, ansible, install, tmp_path, namespace):
+    install.apply_release(SOURCE, "calico.yaml")
+    install.forget_later(TARGET, "calico.yaml")
+    wait_daemonset(cluster, "calico-node")
+    cluster.kubectl("create", "namespace", "istio-system")
+    try:
+        cluster.apply(yaml.safe_dump_all([
+            {"apiVersion": "crd.projectcalico.org/v1", "kind": "FelixConfiguration", "metadata": {"name": "default"},
+             "spec": {"policySyncPathPrefix": "/var/run/nodeagent"}},
+            {"apiVersion": "crd.projectcalico.org/v1", "kind": "GlobalNetworkPolicy",
+             "metadata": {"name": "default.allow-all-upgrade"},
+             "spec": {"selector": "has(host-endpoint-upgrade)", "ingress": [{"action": "Log"}, {"action": "Allow"}]}},
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "istio-sidecar-injector",
+                                                                   "namespace": "istio-system"},
+             "data": {"config": "old injector template", "values": "{}"}},
+            _deployment("istiod", "istio-system", "docker.io/istio/pilot:1.15.7", {"app": "istiod"}),
+            _deployment("productpage", namespace, "docker.io/istio/examples-bookinfo-productpage-v1:1.17.0",
+                        {"app": "productpage"}),
+        ]))
+        cluster.wait_for(lambda: (get(cluster, "apps/v1", "Deployment", "productpage", namespace)["status"]
+                                  .get("availableReplicas") == 1), timeout=60, what="productpage available")
+        before = get(cluster, "apps/v1", "Deployment", "productpage", namespace)
+        cfg = tmp_path / "etc" / "calicoctl.cfg"
+        variables = upgrade_vars(cluster, tmp_path, install, upgrade_alp_deployments=[
+            {"namespace": namespace, "name": "productpage"}], upgrade_remove_allow_all_upgrade=True,
+            upgrade_calicoctl_write_config=True, upgrade_calicoctl_config_path=str(cfg),
+            upgrade_calicoctl_path=str(tmp_path / "bin" / "calicoctl"))
+        with CalicoNodeStandIn(cluster):
+            res = run(ansible, variables)
+
+        report = task(res, "Report what was found")["msg"]
+        assert "application layer policy: True" in report[5]
+        injector = yaml.safe_load(release_text(cluster.mirror_url, TARGET, "alp/istio-inject-configmap-1.15.yaml"))
+        live = get(cluster, "v1", "ConfigMap", "istio-sidecar-injector", "istio-system")["data"]
+        assert live["config"] == injector["data"]["config"] and live["values"] == "{}"
+        after = get(cluster, "apps/v1", "Deployment", "productpage", namespace)
+        assert after["spec"]["template"]["metadata"]["annotations"]["calico-ops.io/alp-upgraded-to"] == TARGET
+        assert after["metadata"]["generation"] > before["metadata"]["generation"]
+        assert after["status"]["updatedReplicas"] == after["status"]["availableReplicas"] == 1
+        assert get(cluster, "crd.projectcalico.org/v1", "GlobalNetworkPolicy", "default.allow-all-upgrade") is None
+        names = ran(res)
+        assert names.index(next(n for n in names if n.startswith("Report GlobalNetworkPolicy"))) < \
+            names.index(next(n for n in names if n.startswith("Delete GlobalNetworkPolicy")))
+        written = yaml.safe_load(cfg.read_text())
+        assert written == {"apiVersion": "projectcalico.org/v3", "kind": "CalicoAPIConfig", "metadata": {},
+                           "spec": {"datastoreType": "kubernetes", "kubeconfig": "~/.kube/config"}}
+        assert any(n.startswith("Say that calicoctl was not checked") for n in names)
+        assert not any(n.startswith("Ask calicoctl") for n in names)
+    finally:
+        cluster.kubectl("delete", "namespace", "istio-system", "--ignore-not-found", "--wait=false", check=False)
+
+
+def test_post_check_waits_for_cluster_information(cluster, ansible, install, tmp_path):
+    """No calico-node reports the new version (no stand-in): the post-check times out quoting what it saw."""
+    install.apply_release(SOURCE, "calico.yaml")
+    install.forget_later(TARGET, "calico.yaml")
+    wait_daemonset(cluster, "calico-node")
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_timeout=4, upgrade_poll_interval=1)
+    res = run(ansible, variables, ok=False)
+    msg = failure(res)
+    assert res.rc != 0 and "The cluster does not report Calico %s after 4s" % TARGET in msg, msg
+    assert "no ClusterInformation default served through the Kubernetes API" in msg or "ClusterInformation" in msg
+    assert record(cluster, variables)["phase"] == "upgrading"
+    assert not any(n.startswith("Re-attach owner references") for n in ran(res))
+
+
+def test_calicoctl_with_a_wrong_checksum_stops_before_any_write(cluster, ansible, install, tmp_path):
+    """calicoctl is downloaded (checksum verified) while preparing: a mismatch stops the run before any write.
+    (No calicoctl binary can be fetched here, so the file served is not one; it is never run.)"""
+    import functools
+    import hashlib
+    import http.server
+    import threading
+    install.apply_release(SOURCE, "calico.yaml")
+    wait_daemonset(cluster, "calico-node")
+    served = tmp_path / "srv" / TARGET / "calicoctl-linux-amd64"
+    served.parent.mkdir(parents=True)
+    served.write_bytes(b"these bytes are not calicoctl")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "srv"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    old = tmp_path / "old-calicoctl"
+    old.write_text("old")
+    try:
+        wrong = "sha256:" + hashlib.sha256(b"something else").hexdigest()
+        variables = upgrade_vars(cluster, tmp_path, install, upgrade_calicoctl_install=True,
+                                 upgrade_calicoctl_url="http://127.0.0.1:%d" % server.server_address[1],
+                                 upgrade_calicoctl_checksum=wrong, upgrade_calicoctl_path=str(tmp_path / "calicoctl"),
+                                 upgrade_calicoctl_remove_paths=[str(old)])
+        mark = cluster.audit.mark()
+        res = run(ansible, variables, ok=False)
+        writes = cluster.audit.writes_since(mark)
+    finally:
+        server.shutdown()
+    assert res.rc != 0 and "checksum" in failure(res).lower(), failure(res)
+    assert writes == [], [describe(e) for e in writes]
+    assert not (tmp_path / "calicoctl").exists() and old.exists()

@@ -1,0 +1,138 @@
+"""Preparing an upgrade manifest: strategic-merge-like and JSON patches, etcd settings, byte-for-byte artifact."""
+
+import base64
+
+import pytest
+import yaml
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils import manifest as mf
+from localcp.mirror import source_dir
+
+
+def release(version, name):
+    return (source_dir() / version / "manifests" / name).read_text()
+
+
+def by_kind(docs, kind, name):
+    return [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name][0]
+
+
+def calico_node(docs):
+    ds = by_kind(docs, "DaemonSet", "calico-node")
+    return [c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == "calico-node"][0]
+
+
+def test_strategic_merge_merges_containers_and_env_by_name():
+    base = {"spec": {"containers": [{"name": "a", "image": "x", "env": [{"name": "E1", "value": "1"}]},
+                                    {"name": "b", "image": "y"}],
+                     "tolerations": [{"operator": "Exists"}]}}
+    patch = {"spec": {"containers": [{"name": "a", "env": [{"name": "E2", "value": "2"}, {"name": "E1", "value": "9"}]},
+                                     {"name": "b", "$patch": "delete"}, {"name": "c", "image": "z"}],
+                      "tolerations": [{"key": "only"}]}}
+    out = mf.strategic_merge(base, patch)
+    assert [c["name"] for c in out["spec"]["containers"]] == ["a", "c"]
+    assert out["spec"]["containers"][0]["env"] == [{"name": "E1", "value": "9"}, {"name": "E2", "value": "2"}]
+    assert out["spec"]["containers"][0]["image"] == "x"
+    assert out["spec"]["tolerations"] == [{"key": "only"}]
+    assert base["spec"]["containers"][1]["name"] == "b"  # the input is not changed
+
+
+def test_strategic_merge_null_deletes_and_replace_directive():
+    out = mf.strategic_merge({"a": {"b": 1, "c": 2}, "d": 3}, {"a": {"$patch": "replace", "x": 1}, "d": None})
+    assert out == {"a": {"x": 1}}
+    mounts = mf.strategic_merge({"volumeMounts": [{"name": "v", "mountPath": "/a"}]},
+                                {"volumeMounts": [{"name": "v", "mountPath": "/b"}]})
+    assert len(mounts["volumeMounts"]) == 2  # volumeMounts merge on mountPath, as in Kubernetes
+
+
+def test_json_patch_operations():
+    doc = {"a": {"b": [1, 2]}, "c": "x"}
+    out = mf.json_patch(doc, [{"op": "add", "path": "/a/b/-", "value": 3}, {"op": "replace", "path": "/c", "value": "y"},
+                              {"op": "add", "path": "/a/b/0", "value": 0}, {"op": "remove", "path": "/a/b/1"},
+                              {"op": "copy", "from": "/c", "path": "/d"}, {"op": "move", "from": "/d", "path": "/e~1f"},
+                              {"op": "test", "path": "/e~1f", "value": "y"}])
+    assert out == {"a": {"b": [0, 2, 3]}, "c": "y", "e/f": "y"}
+    for ops in ([{"op": "replace", "path": "/nope", "value": 1}], [{"op": "remove", "path": "/a/b/5"}],
+                [{"op": "test", "path": "/c", "value": "z"}], [{"op": "frobnicate", "path": "/c"}],
+                [{"op": "add", "path": "c", "value": 1}]):
+        with pytest.raises(mf.PatchError):
+            mf.json_patch(doc, ops)
+
+
+def test_render_upgrade_applies_patches_and_keeps_other_documents_byte_for_byte():
+    text = release("v3.31.4", "calico.yaml")
+    patches = [
+        {"kind": "DaemonSet", "name": "calico-node", "namespace": "kube-system",
+         "patch": {"spec": {"template": {"spec": {"containers": [
+             {"name": "calico-node", "env": [{"name": "CALICO_IPV4POOL_CIDR", "value": "10.10.0.0/16"}]}]}}}}},
+        {"kind": "ConfigMap", "name": "calico-config",
+         "json_patch": [{"op": "replace", "path": "/data/veth_mtu", "value": "1440"}]},
+    ]
+    artifact, docs, report = mf.render_upgrade(text, patches)
+    env = dict((e["name"], e.get("value")) for e in calico_node(docs)["env"])
+    assert env["CALICO_IPV4POOL_CIDR"] == "10.10.0.0/16" and env["DATASTORE_TYPE"] == "kubernetes"
+    assert by_kind(docs, "ConfigMap", "calico-config")["data"]["veth_mtu"] == "1440"
+    assert [r["matched"] for r in report] == [1, 1]
+    assert [d for d in yaml.safe_load_all(artifact) if d] == docs
+    original = mf.split_documents(text)
+    kept = [seg for seg in mf.split_documents(artifact) if seg in original]
+    assert len(kept) == len(original) - 2  # only the two patched documents were re-serialised
+
+
+def test_render_upgrade_fails_when_a_patch_matches_nothing():
+    text = release("v3.31.4", "calico.yaml")
+    with pytest.raises(mf.PatchError) as err:
+        mf.render_upgrade(text, [{"kind": "DaemonSet", "name": "calico-node", "namespace": "calico-system",
+                                  "patch": {"metadata": {"labels": {"a": "b"}}}}])
+    assert "upgrade_manifest_patches[0]" in str(err.value) and "matches no document" in str(err.value)
+    with pytest.raises(mf.PatchError) as err:
+        mf.render_upgrade(text, [{"kind": "ConfigMap", "name": "calico-config",
+                                  "json_patch": [{"op": "replace", "path": "/data/nope", "value": "1"}]}])
+    assert "/data/nope" in str(err.value)
+
+
+@pytest.mark.parametrize("entry, words", [
+    ({"kind": "DaemonSet", "name": "x"}, "exactly one of patch"),
+    ({"kind": "DaemonSet", "name": "x", "patch": {}, "json_patch": []}, "exactly one of patch"),
+    ({"name": "x", "patch": {}}, "needs kind and name"),
+    ({"kind": "DaemonSet", "name": "x", "patch": [], "typo": 1}, "unknown keys: typo"),
+    ("just a string", "must be a dict")])
+def test_malformed_patches_are_refused(entry, words):
+    with pytest.raises(mf.PatchError) as err:
+        mf.render_upgrade("kind: ConfigMap\n", [entry])
+    assert words in str(err.value)
+
+
+def test_etcd_endpoints_and_tls_go_into_the_configmap_and_the_secret_redacted_in_the_artifact():
+    text = release("v3.31.4", "calico-etcd.yaml")
+    tls = {"etcd_key": "KEY-PEM", "etcd_cert": "CERT-PEM", "etcd_ca": "CA-PEM"}
+    artifact, docs, _report = mf.render_upgrade(text, (), ["https://10.0.0.1:2379", "https://10.0.0.2:2379"], tls)
+    cm = by_kind(docs, "ConfigMap", "calico-config")["data"]
+    assert cm["etcd_endpoints"] == "https://10.0.0.1:2379,https://10.0.0.2:2379"
+    assert (cm["etcd_key"], cm["etcd_cert"], cm["etcd_ca"]) == (
+        "/calico-secrets/etcd-key", "/calico-secrets/etcd-cert", "/calico-secrets/etcd-ca")
+    secret = by_kind(docs, "Secret", "calico-etcd-secrets")["data"]
+    assert base64.b64decode(secret["etcd-key"]) == b"KEY-PEM"
+    assert "KEY-PEM" not in artifact and base64.b64encode(b"KEY-PEM").decode() not in artifact
+    assert mf.REDACTED in artifact
+
+
+def test_etcd_settings_need_an_etcd_manifest_and_key_with_cert():
+    with pytest.raises(mf.ManifestError):
+        mf.render_upgrade(release("v3.31.4", "calico.yaml"), (), ["http://127.0.0.1:2379"])
+    with pytest.raises(mf.ManifestError):
+        mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), ["http://127.0.0.1:2379"], {"etcd_key": "k"})
+
+
+def test_endpoints_only_leaves_the_tls_paths_empty():
+    _artifact, docs, _report = mf.render_upgrade(release("v3.31.4", "canal-etcd.yaml"), (), ["http://127.0.0.1:2379"])
+    cm = by_kind(docs, "ConfigMap", "canal-config")["data"]
+    assert cm["etcd_endpoints"] == "http://127.0.0.1:2379" and cm["etcd_key"] == ""
+
+
+def test_workloads():
+    _artifact, docs, _report = mf.render_upgrade(release("v3.31.4", "calico-typha.yaml"))
+    assert mf.workloads(docs) == {
+        "daemonsets": [{"namespace": "kube-system", "name": "calico-node"}],
+        "deployments": [{"namespace": "kube-system", "name": "calico-kube-controllers"},
+                        {"namespace": "kube-system", "name": "calico-typha"}]}
