@@ -209,6 +209,11 @@ def test_a_rerun_after_an_interruption_at_each_step_finishes_the_install(cluster
                                                                          clean_calico):
     """install_ebpf.yml killed (SIGKILL, the whole process group) right after each step's first write, one run
     after another; then one more run finishes the job: the same end state as an uninterrupted install."""
+    # the operator's CRDs gone (an earlier test may have installed them), so the CRD step writes and can be cut
+    tigera_crds = [c["metadata"]["name"] for c in _get(cluster, "crd")["items"]
+                   if c["metadata"]["name"].endswith(".operator.tigera.io")]
+    if tigera_crds:
+        cluster.kubectl("delete", "crd", "--wait=true", *tigera_crds, timeout=300)
     writer = OperatorStatusWriter(cluster, NAMES, delay=1)
     writer.start()
     variables = _vars(cluster, tmp_path)
@@ -375,6 +380,15 @@ def test_enable_ebpf_patches_an_existing_installation(cluster, ansible, tmp_path
     for name in ("calico",):
         OperatorStatusWriter(cluster, [name], delay=0).run()
     v = _vars(cluster, tmp_path, ebpf_install_disable_kube_proxy=False, ebpf_install_tigerastatus_expected=["calico"])
+    # check mode first: the Installation's diff is shown, nothing is written
+    mark = cluster.audit.mark()
+    preview = ansible.playbook("playbooks/enable_ebpf.yml", v, check=True, diff=True, callback="default")
+    assert preview.rc == 0, preview.stdout[-3000:]
+    assert cluster.audit.writes_since(mark) == []
+    diff_lines = [line.replace(" ", "") for line in preview.stdout.splitlines()]
+    assert '-"linuxDataplane":"Iptables"' in diff_lines and '+"linuxDataplane":"BPF"' in diff_lines, preview.stdout[-3000:]
+    assert '-"hostPorts":"Enabled",' in diff_lines, preview.stdout[-3000:]
+    assert _get(cluster, "installation", "default")["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables"
     res = ansible.playbook("playbooks/enable_ebpf.yml", v)
     assert res.rc == 0, res.stdout[-3000:]
     inst = _get(cluster, "installation", "default")

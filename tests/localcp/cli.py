@@ -66,8 +66,11 @@ def main(argv=None) -> int:
         except (StartError, build.BuildError, TimeoutError, RuntimeError) as exc:
             log(f"up failed: {exc}")
             return 1
-        current_pointer().parent.mkdir(parents=True, exist_ok=True)
-        current_pointer().write_text(str(cp.run_dir))
+        if args.dir is None:
+            # `make cluster-up` (no --dir) becomes the one `make cluster-env/down` find; a control plane with
+            # a run dir of its own (tests, Molecule, several at once) leaves that pointer alone
+            current_pointer().parent.mkdir(parents=True, exist_ok=True)
+            current_pointer().write_text(str(cp.run_dir))
         _print_env(cp)
         return 0
 
