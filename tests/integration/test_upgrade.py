@@ -300,6 +300,15 @@ def test_operator_upgrade(cluster, ansible, install, tmp_path):
         cluster.wait_for(lambda: ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
                                   .get("status") or {}).get("calicoVersion") == OPERATOR_SOURCE,
                          timeout=60, what="the operator stand-in reporting %s" % OPERATOR_SOURCE)
+        # check mode: dry runs only - Goldmane and Whisker, whose CRDs the dry run of operator-crds.yaml would
+        # create, are reported instead of dry-run
+        mark = cluster.audit.mark()
+        checked = run(ansible, variables, check=True)
+        writes = cluster.audit.writes_since(mark)
+        assert writes == [], [describe(e) for e in writes]
+        assert checked.changed() > 0 and crd(cluster, "goldmanes.operator.tigera.io") is None
+        assert task(checked, "Check mode - report the flow-log objects")["results"][0]["msg"] == \
+            "Would create Goldmane default once its CRD is applied"
         res = run(ansible, variables)
         assert not operator.errors, operator.errors
 
@@ -393,7 +402,10 @@ def test_guard_refuses_without_writing(cluster, ansible, install, tmp_path, tag,
 def test_guard_noop_at_the_target(cluster, ansible, install, tmp_path):
     install.apply_release(TARGET, "calico.yaml")
     wait_daemonset(cluster, "calico-node")
-    variables = upgrade_vars(cluster, tmp_path, install)
+    # Switches as a survey or `-e key=false` gives them: strings. "false" must read as false (validate.yml once
+    # took the string as true and asked for a calicoctl checksum).
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_calicoctl_install="false",
+                             upgrade_calicoctl_write_config="false", upgrade_remove_allow_all_upgrade="false")
     mark = cluster.audit.mark()
     res = run(ansible, variables)
     writes = cluster.audit.writes_since(mark)

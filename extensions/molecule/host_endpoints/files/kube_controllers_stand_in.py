@@ -1,4 +1,6 @@
-#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """calico-kube-controllers' automatic host endpoints, played for the Molecule scenario host_endpoints.
 
 No calico-kube-controllers runs on the local control plane. While KubeControllersConfiguration ``default``
@@ -7,6 +9,10 @@ command line a ``<node>-auto-hep`` HostEndpoint (all interfaces, the node's labe
 ``projectcalico.org/created-by: calico-kube-controllers``) and keeps its labels in step with the node's, as the
 real controller does. It stops when the stop file exists or after --max-seconds.
 """
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
 
 import argparse
 import json

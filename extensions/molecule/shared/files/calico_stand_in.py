@@ -1,4 +1,6 @@
-#!/usr/bin/env python
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Molecule: play the Calico components that nothing runs on the local control plane, for the upgrade scenarios.
 
 kwok runs the pods (Running, ready) but executes nothing in them, so two stand-ins - the same ones the
@@ -11,13 +13,17 @@ Started by a scenario's prepare.yml (async, poll 0); it stops when the stop file
 it) or after --max-seconds, whichever comes first.
 """
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import argparse
 import os
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tests", "integration"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "tests", "integration"))
 
 from calico_support import CalicoNodeStandIn, OperatorStandIn  # noqa: E402 pylint: disable=wrong-import-position
 
