@@ -14,11 +14,11 @@ export ANSIBLE_NOCOLOR := 1
 export PY_COLORS := 0
 
 .PHONY: help venv collection binaries cluster-up cluster-down cluster-env demo test lint sanity unit \
-	integration molecule changelog build clean
+	integration reliability molecule changelog build clean bench
 
 help:
 	@echo "make demo   - start the local control plane and run the eBPF install against it"
-	@echo "make test   - lint, sanity, unit, integration and Molecule against the local control plane"
+	@echo "make test   - lint, sanity, unit, integration, reliability and Molecule against the local control plane"
 	@echo "make cluster-up / cluster-down / cluster-env - a control plane to poke at by hand"
 
 venv: $(VENV)/.installed
@@ -70,8 +70,16 @@ unit: venv collection
 integration: venv collection binaries
 	@bash tests/run-checks.sh integration
 
+reliability: venv collection binaries
+	@bash tests/run-checks.sh reliability
+
 molecule: venv collection binaries
 	@bash tests/run-checks.sh molecule
+
+# Benchmarks (not part of `make test`): ours against the naive kubernetes.core loop, results in benchmarks/results/.
+# Options through BENCH_ARGS, e.g. make bench BENCH_ARGS="--jobs preflight --sizes 100,1000 --naive-budget 600".
+bench: venv collection binaries
+	@$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 changelog: venv
 	@$(BIN)/antsibull-changelog lint

@@ -31,7 +31,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 
-from localcp.cluster import ControlPlane  # noqa: E402
+from common import control_plane  # noqa: E402
 from localcp.fixtures import Ansible, Cluster  # noqa: E402
 from test_owner_references import CALICO, CRDS, Api, calico_refs, coll, ref  # noqa: E402
 
@@ -218,12 +218,7 @@ def main():
     parser.add_argument("--namespaces", type=int, default=50)
     parser.add_argument("--contenders", default="module,loop")
     args = parser.parse_args()
-    run_dir = os.environ.get("LOCALCP_RUN_DIR")
-    own = None
-    if run_dir and Path(run_dir, "state.json").exists():
-        cp = ControlPlane.load(Path(run_dir))
-    else:
-        own = cp = ControlPlane(die_with_parent=True).start()
+    cp, own = control_plane()
     out_dir = REPO / "benchmarks" / "work"
     out_dir.mkdir(parents=True, exist_ok=True)
     results = {"dependents": args.dependents, "namespaces": args.namespaces}

@@ -92,7 +92,7 @@ def main(argv=None):
         wrong = [n for n, v in expected.items() if n in judged and judged[n]["verdict"] != v]
         assert not missing and not wrong, (missing[:5], wrong[:5])
         by = collections.Counter("%s %s" % (e.get("verb"), (e.get("objectRef") or {}).get("resource")
-                                              or e.get("requestURI", "").split("?")[0]) for e in events)
+                                            or e.get("requestURI", "").split("?")[0]) for e in events)
         writes = [e for e in events if e.get("verb") in ("create", "update", "patch", "delete", "deletecollection")]
         out = {
             "nodes_created": args.nodes,

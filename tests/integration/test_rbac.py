@@ -25,6 +25,15 @@ JOBS = {
     "install": [("ClusterRole", "calico-ops-preflight", None), ("Role", "calico-ops-preflight", "kube-system"),
                 ("ClusterRole", "calico-ops-install", None), ("Role", "calico-ops-install", "tigera-operator"),
                 ("Role", "calico-ops-kube-proxy", "kube-system")],
+    "owner-references": [("ClusterRole", "calico-ops-owner-references", None),
+                         ("Role", "calico-ops-records", "kube-system"),
+                         ("ClusterRole", "calico-ops-cluster-identity", None)],
+    "migrate-host-endpoints": [("ClusterRole", "calico-ops-host-endpoints", None),
+                               ("Role", "calico-ops-records", "kube-system"),
+                               ("ClusterRole", "calico-ops-cluster-identity", None)],
+    "upgrade": [("ClusterRole", "calico-ops-upgrade", None), ("Role", "calico-ops-upgrade", "kube-system"),
+                ("Role", "calico-ops-upgrade", "tigera-operator"), ("ClusterRole", "calico-ops-owner-references", None),
+                ("Role", "calico-ops-records", "kube-system"), ("ClusterRole", "calico-ops-cluster-identity", None)],
 }
 
 
@@ -57,6 +66,10 @@ def service_account(cluster, tmp_path):
     made = []
 
     def make(job):
+        # the namespace calico-ops of an earlier test may still be terminating
+        cluster.wait_for(lambda: cluster.kubectl("get", "namespace", "calico-ops", "-o", "jsonpath={.status.phase}",
+                                                 check=False).stdout != "Terminating",
+                         timeout=180, interval=1, what="the namespace calico-ops of an earlier test to go")
         cluster.apply(yaml.safe_dump_all([d for d in RBAC if d["kind"] not in BINDINGS]))
         name = "rbac-%s-%s" % (job, uuid.uuid4().hex[:5])
         docs = [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "calico-ops"}}]
@@ -99,12 +112,14 @@ def can_i(cluster, user, *args):
     return proc.stdout.strip() == "yes"
 
 
-def token_run(playbook, env, tmp_path, **extra):
-    """ansible-playbook with the token's environment only (the fixture's runner adds the cluster's kubeconfig)."""
+def token_run(playbook, env, tmp_path, args=(), **extra):
+    """ansible-playbook with the token's environment only (the fixture's runner adds the cluster's kubeconfig);
+    ``args``: more command-line arguments (``-vvv``)."""
     extra.setdefault("preflight_report_dir", str(tmp_path / "report"))
     (tmp_path / "vars.json").write_text(json.dumps(extra))
     return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(ROOT / playbook), "-i",
-                           str(ROOT / "inventories" / "local" / "hosts.yml"), "-e", "@%s" % (tmp_path / "vars.json")],
+                           str(ROOT / "inventories" / "local" / "hosts.yml"), "-e", "@%s" % (tmp_path / "vars.json"),
+                           *args],
                           env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=900, check=False)
 
 

@@ -1,0 +1,171 @@
+"""The pure parts of ``make bench``: medians, ratios, predictions of naive runs, the Markdown table and the plot.
+
+Nothing here touches a cluster; tests/unit/test_bench_report.py covers it. ``results`` is the dict run.py
+writes to benchmarks/results/results.json: ``{"jobs": {job: {str(N): row}}, ...}`` where a row is::
+
+    {"n": 1000, "unit": "dependents",
+     "ours": {"runs_s": [..], "median_s": .., "reads": .., "writes": .., "changed": .., "rerun_writes": 0},
+     "naive": {"runs_s": [..], "median_s": .., "reads": .., "writes": ..}        # measured
+          or {"predicted_s": .., "from_n": 100, "not_measured": "reason"}        # a prediction, never measured
+     }
+"""
+
+import math
+
+JOB_ORDER = ("preflight", "owner_references", "host_endpoint_migration", "install_ebpf", "upgrade")
+
+
+def median(values):
+    """The median of a non-empty list of numbers (mean of the middle two for an even count)."""
+    if not values:
+        raise ValueError("median of an empty list")
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    return (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def ratio(naive_s, ours_s):
+    """naive / ours, rounded to one decimal (None when either is missing or ours is 0)."""
+    if naive_s is None or ours_s is None or ours_s <= 0:
+        return None
+    return round(float(naive_s) / ours_s, 1)
+
+
+def predict(measured, n):
+    """The naive time at ``n`` predicted from the per-object rate of the largest measured size below ``n``.
+
+    ``measured`` maps size -> median seconds. Returns ``(seconds, from_size)``, or ``(None, None)`` when no
+    smaller size was measured (then the run cannot be skipped: there is nothing to predict from).
+    """
+    below = [size for size in measured if size < n and measured[size] is not None]
+    if not below:
+        return None, None
+    base = max(below)
+    return measured[base] / float(base) * n, base
+
+
+def should_skip(measured, n, budget_s):
+    """(skip, predicted_s, from_size): skip a naive run whose predicted time exceeds the budget."""
+    predicted, base = predict(measured, n)
+    if predicted is None or budget_s is None:
+        return False, predicted, base
+    return predicted > budget_s, predicted, base
+
+
+def fmt_s(value):
+    if value is None:
+        return "-"
+    if value >= 100:
+        return "%.0f" % value
+    if value >= 10:
+        return "%.1f" % value
+    return "%.2f" % value
+
+
+def _requests(side):
+    if not side or side.get("reads") is None:
+        return "-"
+    return "%d / %d" % (side["reads"], side["writes"])
+
+
+def naive_cell(naive):
+    """The naive column: a measured median, or a prediction marked as such."""
+    if not naive:
+        return "-"
+    if naive.get("median_s") is not None:
+        return fmt_s(naive["median_s"])
+    if naive.get("predicted_s") is not None:
+        return "not measured (predicted ~%s s)" % fmt_s(naive["predicted_s"])
+    return "not measured"
+
+
+def sorted_rows(results):
+    jobs = results.get("jobs", {})
+    order = [j for j in JOB_ORDER if j in jobs] + sorted(j for j in jobs if j not in JOB_ORDER)
+    for job in order:
+        for key in sorted(jobs[job], key=int):
+            yield job, jobs[job][key]
+
+
+def render_markdown(results):
+    """The results table (Markdown). Predictions are never put in the measured columns: the ratio and the
+    naive request counts of a row whose naive run was not measured are left empty."""
+    lines = [
+        "| job | N | ours median s | naive median s | ratio naive/ours | requests reads / writes: ours | "
+        "requests reads / writes: naive | objects changed | re-run writes (ours) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for job, row in sorted_rows(results):
+        ours, naive = row.get("ours") or {}, row.get("naive") or {}
+        measured = naive.get("median_s") is not None
+        r = ratio(naive.get("median_s"), ours.get("median_s")) if measured else None
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            job, "%d %s" % (row["n"], row.get("unit", "")) if row.get("unit") else row["n"],
+            fmt_s(ours.get("median_s")), naive_cell(naive), "%.1fx" % r if r is not None else "-",
+            _requests(ours), _requests(naive) if measured else "-",
+            ours.get("changed", "-") if ours.get("changed") is not None else "-",
+            ours.get("rerun_writes", "-") if ours.get("rerun_writes") is not None else "-"))
+    return "\n".join(lines) + "\n"
+
+
+def plot_series(results):
+    """Per job: ours measured points, naive measured points, naive predicted points, as (N, seconds) lists."""
+    out = {}
+    for job, row in sorted_rows(results):
+        series = out.setdefault(job, {"ours": [], "naive": [], "predicted": []})
+        ours, naive = row.get("ours") or {}, row.get("naive") or {}
+        if ours.get("median_s") is not None:
+            series["ours"].append((row["n"], ours["median_s"]))
+        if naive.get("median_s") is not None:
+            series["naive"].append((row["n"], naive["median_s"]))
+        elif naive.get("predicted_s") is not None:
+            series["predicted"].append((row["n"], naive["predicted_s"]))
+    return out
+
+
+def plot(results, path):
+    """results.png: time against N, log-log, one panel per job with more than one size; measured points solid,
+    predicted naive points hollow on a dashed line. Returns False when matplotlib is not installed."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    series = dict((job, s) for job, s in plot_series(results).items()
+                  if len(set(n for n, _ in s["ours"] + s["naive"] + s["predicted"])) > 1)
+    if not series:
+        return False
+    cols = min(3, len(series))
+    rows = int(math.ceil(len(series) / float(cols)))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.2 * rows), squeeze=False)
+    for ax, (job, s) in zip([a for row in axes for a in row], sorted(series.items(), key=lambda kv: _job_key(kv[0]))):
+        if s["ours"]:
+            ax.plot(*zip(*s["ours"]), "o-", color="tab:blue", label="ours (measured)")
+        if s["naive"]:
+            ax.plot(*zip(*s["naive"]), "s-", color="tab:red", label="naive loop (measured)")
+        if s["predicted"]:
+            last = s["naive"][-1:] if s["naive"] else []
+            pts = last + s["predicted"]
+            ax.plot(*zip(*pts), "--", color="tab:red", linewidth=1)
+            ax.plot(*zip(*s["predicted"]), "s", markerfacecolor="none", color="tab:red",
+                    label="naive loop (PREDICTED, not run)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(job)
+        ax.set_xlabel("N (objects)")
+        ax.set_ylabel("wall time, s (median of runs)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in [a for row in axes for a in row][len(series):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _job_key(job):
+    return (JOB_ORDER.index(job) if job in JOB_ORDER else len(JOB_ORDER), job)

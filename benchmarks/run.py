@@ -1,0 +1,716 @@
+"""make bench: every benchmark job at each size, ours against the naive kubernetes.core loop, in one run.
+
+Jobs (the objects and plays of benchmarks/preflight.py, owner_references.py and host_endpoint_migration.py, reused):
+
+* preflight: ebpf_preflight over N kwok nodes (the sizes are capped at 2,000 nodes); naive: k8s_info of the
+  nodes, the kube-proxy ConfigMap and the Services, then one set_fact per node judging it;
+* owner_references: detach + attach over N dependents (owners re-created in between); naive: k8s_info + one
+  kubernetes.core.k8s merge patch per dependent and phase;
+* host_endpoint_migration: N old host endpoints on N kwok nodes; naive: one k8s task per endpoint and step;
+* install_ebpf: playbooks/install_ebpf.yml (open source, release mirror) on a cluster without Calico, with
+  ``ebpf_install_wait: false`` (TigeraStatus is read once, not waited for) and the time of every task whose
+  name says "wait" (the CRDs Established wait) subtracted; naive: kubernetes.core.k8s ``src:`` of the same
+  release files and merge patches. N is the number of nodes of the cluster (the job does not scale with it).
+
+Per job and size: ``--repeat`` runs of ours and of the naive loop, the median; the API requests of each run
+from the audit log (user ``admin``; server-side dry runs are reads of a kind, counted apart and not as
+writes); ours is run once more after each run and must make zero writes (asserted, recorded). Writes to the
+objects of the job must equal the objects that changed (asserted); the module's own record (ConfigMaps) is
+counted apart. A naive run predicted (from the per-object rate of the largest smaller size measured) to take
+longer than ``--naive-budget`` seconds is not run: it is recorded as a prediction, never as a measurement.
+
+    PYTHONPATH=tests .venv/bin/python benchmarks/run.py [--jobs preflight,owner_references,...]
+        [--sizes 10,100,1000,5000] [--repeat 3] [--naive-budget 600]
+
+Uses the control plane of LOCALCP_RUN_DIR when set, else starts one (and stops it at the end). Results are
+merged (per job and size) into benchmarks/results/results.json, and results.md and results.png are rendered
+from it; a run of some jobs keeps the others' results.
+"""
+
+import argparse
+import collections
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+for extra in (HERE, REPO / "tests", REPO / "tests" / "integration"):
+    sys.path.insert(0, str(extra))
+
+import host_endpoint_migration as hep_bench  # noqa: E402
+import owner_references as or_bench  # noqa: E402
+import preflight as pf_bench  # noqa: E402
+import report  # noqa: E402
+from localcp.audit import READ_VERBS, WRITE_VERBS  # noqa: E402
+from common import control_plane  # noqa: E402
+from localcp.fixtures import Ansible, Cluster, collections_path  # noqa: E402
+
+RESULTS = HERE / "results"
+ALL_JOBS = ("preflight", "owner_references", "host_endpoint_migration", "install_ebpf", "upgrade")
+PREFLIGHT_MAX_NODES = 2000
+
+
+# -- measuring one play ------------------------------------------------------------------------------------
+
+def _task_seconds(task):
+    d = task.get("task", {}).get("duration") or {}
+    if not (d.get("start") and d.get("end")):
+        return 0.0
+    return (datetime.fromisoformat(d["end"].rstrip("Z")) - datetime.fromisoformat(d["start"].rstrip("Z"))).total_seconds()
+
+
+def wait_seconds(data, pattern=r"\bwait"):
+    """Seconds spent in tasks whose name matches ``pattern`` (the JSON callback's task durations)."""
+    return sum(_task_seconds(t) for play in data.get("plays", []) for t in play.get("tasks", [])
+               if re.search(pattern, t.get("task", {}).get("name", ""), re.I))
+
+
+def split(events, exclude_agent=None):
+    """reads, writes (persisted: dry runs left out), dry-run writes and writes per resource of audit events."""
+    if exclude_agent:
+        events = [e for e in events if e.get("userAgent") != exclude_agent]
+    reads = sum(1 for e in events if e.get("verb") in READ_VERBS or e.get("verb") == "watch")
+    writes, dry = [], 0
+    for e in events:
+        if e.get("verb") in WRITE_VERBS:
+            if "dryRun=" in (e.get("requestURI") or ""):
+                dry += 1
+            else:
+                writes.append(e)
+    return reads, writes, dry
+
+
+def timed_play(cluster, ansible, play, extra, exclude_agent=None, what="play", timeout=6 * 3600, **kw):
+    mark = cluster.audit.mark()
+    start = time.monotonic()
+    res = ansible.playbook(play, extra_vars=extra, timeout=timeout, **kw)
+    wall = time.monotonic() - start
+    if res.rc != 0:
+        raise RuntimeError("%s failed:\n%s\n%s" % (what, res.stdout[-5000:], res.stderr[-3000:]))
+    reads, writes, dry = split(cluster.audit.events_since(mark), exclude_agent)
+    return {"wall_s": round(wall, 2), "reads": reads, "writes": len(writes), "dry_run_writes": dry,
+            "writes_by_resource": dict(collections.Counter((w.get("objectRef") or {}).get("resource", "?")
+                                                           for w in writes)),
+            "_writes": writes, "_result": res}
+
+
+def public(m):
+    return dict((k, v) for k, v in m.items() if not k.startswith("_"))
+
+
+def combine(*parts):
+    """Sum of the phases of one run (detach + attach)."""
+    out = {"wall_s": round(sum(p["wall_s"] for p in parts), 2)}
+    for key in ("reads", "writes", "dry_run_writes"):
+        out[key] = sum(p[key] for p in parts)
+    out["writes_by_resource"] = dict(sum((collections.Counter(p["writes_by_resource"]) for p in parts),
+                                         collections.Counter()))
+    return out
+
+
+# -- jobs --------------------------------------------------------------------------------------------------
+
+class Job(object):
+    unit = "objects"
+
+    def __init__(self, cluster, workdir):
+        self.cluster = cluster
+        self.workdir = workdir
+        self.ansible = Ansible(cluster, workdir)
+
+    def size(self, n):
+        return n
+
+    def setup(self, n):
+        self.n = n
+
+    def teardown(self):
+        pass
+
+    def check(self, m, rerun):
+        """A re-run of ours writes nothing."""
+        assert rerun["writes"] == 0, rerun["writes_by_resource"]
+
+
+PREFLIGHT_NAIVE = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    failing: []
+  tasks:
+    - name: Nodes
+      kubernetes.core.k8s_info:
+        kind: Node
+      register: nodes
+    - name: kube-proxy configuration
+      kubernetes.core.k8s_info:
+        kind: ConfigMap
+        namespace: kube-system
+        name: kube-proxy
+      register: kube_proxy
+    - name: Services (SCTP)
+      kubernetes.core.k8s_info:
+        kind: Service
+      register: services
+    - name: Judge each node
+      ansible.builtin.set_fact:
+        failing: "{{ failing + [item.metadata.name] }}"
+      when: >-
+        item.status.nodeInfo.architecture not in ['amd64', 'arm64']
+        or (item.status.nodeInfo.osImage is search('Red Hat Enterprise Linux 8')
+            and (item.status.nodeInfo.kernelVersion.split('-')[1].split('.')[0] | int) < 193)
+      loop: "{{ nodes.resources }}"
+      loop_control:
+        label: "{{ item.metadata.name }}"
+    - name: verdict
+      ansible.builtin.debug:
+        msg: "{{ failing }}"
+"""
+
+
+class Preflight(Job):
+    unit = "nodes"
+
+    def size(self, n):
+        return min(n, PREFLIGHT_MAX_NODES)
+
+    def setup(self, n):
+        self.n = n
+        self.tag = os.urandom(2).hex()
+        self.specs, self.expected = pf_bench.specs(self.cluster, n, self.tag)
+        self.cluster.add_nodes(self.specs, timeout=1800)
+
+    def teardown(self):
+        self.cluster.remove_nodes([s["metadata"]["name"] for s in self.specs])
+
+    def ours(self, rep):
+        m = timed_play(self.cluster, self.ansible, pf_bench.PLAY, {"page_size": 500}, what="preflight")
+        judged = m["_result"].result_of("preflight")["nodes"]
+        wrong = [n for n, v in self.expected.items() if judged.get(n, {}).get("verdict") != v]
+        assert not wrong, wrong[:5]
+        rerun = timed_play(self.cluster, self.ansible, pf_bench.PLAY, {"page_size": 500}, what="preflight re-run")
+        m["changed"] = 0
+        return m, rerun
+
+    def naive(self, rep):
+        m = timed_play(self.cluster, self.ansible, PREFLIGHT_NAIVE, {}, what="naive preflight")
+        failing = set(m["_result"].result_of("verdict")["msg"])
+        wrong = [n for n, v in self.expected.items() if (n in failing) != (v == "fail")]
+        assert not wrong, wrong[:5]
+        return m
+
+    def check(self, m, rerun):
+        assert m["writes"] == 0 and rerun["writes"] == 0, (m["writes_by_resource"], rerun["writes_by_resource"])
+
+
+class OwnerReferences(Job):
+    unit = "dependents"
+
+    def setup(self, n):
+        self.n = n
+        self.bench = or_bench.Bench(self.cluster, n, max(1, min(50, n // 100)), self.workdir)
+        self.bench.setup()
+
+    def teardown(self):
+        self.bench.cleanup()
+
+    def _cycle(self, prefix, detach_play, attach_play, rerun):
+        b = self.bench
+        count = b.make_dependents(prefix)
+        extra = {"record_ns": b.namespaces[0], "record_path": str(self.workdir / ("%s-%d-record.json" % (prefix, self.n)))}
+        detach = timed_play(self.cluster, self.ansible, detach_play, dict(extra, state="detached"), what="detach")
+        assert all(not or_bench.calico_refs(d) for d in b.dependents(prefix))
+        b.replace_owners()
+        attach = timed_play(self.cluster, self.ansible, attach_play, dict(extra, state="attached"), what="attach")
+        b.verify(prefix, count)
+        again = timed_play(self.cluster, self.ansible, attach_play, dict(extra, state="attached"),
+                           what="attach re-run") if rerun else None
+        dependents = sum(1 for p in (detach, attach) for w in p["_writes"]
+                         if (w.get("objectRef") or {}).get("resource") == "configmaps"
+                         and (w.get("objectRef") or {}).get("name", "").startswith(prefix + "-"))
+        assert dependents == 2 * count, (dependents, count)  # every dependent written once per phase, no more
+        m = combine(detach, attach)
+        m.update({"changed": 2 * count, "dependent_writes": dependents, "record_writes": m["writes"] - dependents,
+                  "detach": public(detach), "attach": public(attach)})
+        for ns in b.namespaces:
+            b.api.req("DELETE", or_bench.coll("v1", "configmaps", ns), query={"labelSelector": "bench=" + prefix})
+        for cm in b.api.req("GET", or_bench.coll("v1", "configmaps", b.namespaces[0]))["items"]:
+            if cm["metadata"]["name"].startswith("bench"):  # the module's record (record_name: bench)
+                b.api.delete(or_bench.coll("v1", "configmaps", b.namespaces[0]) + "/" + cm["metadata"]["name"])
+        return m, again
+
+    def ours(self, rep):
+        return self._cycle("o%d" % rep, or_bench.MODULE_PLAY, or_bench.MODULE_PLAY, True)
+
+    def naive(self, rep):
+        m, _ = self._cycle("l%d" % rep, or_bench.LOOP_DETACH, or_bench.LOOP_ATTACH, False)
+        assert m["writes"] == m["changed"], m
+        return m
+
+
+class HostEndpointMigration(Job):
+    unit = "endpoints"
+
+    def setup(self, n):
+        self.n = n
+        self.bench = hep_bench.Bench(self.cluster, n, self.workdir)
+        self.bench.setup()
+
+    def teardown(self):
+        self.bench.cleanup()
+
+    def _reset(self, round_name):
+        """The previous round's labels off the nodes (else they conflict with the new values), then a fresh start."""
+        b = self.bench
+        keys = list(b.labels(round_name, b.nodes[0]))
+
+        def strip(node):
+            b.api.req("PATCH", "/api/v1/nodes/" + node, {"metadata": {"labels": dict.fromkeys(keys)}},
+                      ctype="application/merge-patch+json")
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(strip, b.nodes))
+        b.reset(round_name, b.nodes)
+
+    def _round(self, round_name, play, extra, rerun):
+        b = self.bench
+        self._reset(round_name)
+        with hep_bench.KubeControllersStandIn(self.cluster, b.nodes, interval=0.5, workers=8) as stand_in:
+            m = timed_play(self.cluster, self.ansible, play, extra, exclude_agent=hep_bench.STAND_IN_AGENT,
+                           what=round_name)
+            again = timed_play(self.cluster, self.ansible, play, extra, exclude_agent=hep_bench.STAND_IN_AGENT,
+                               what=round_name + " re-run") if rerun else None
+            stand_in.stop()
+        b.verify(round_name, b.nodes)
+        by = m["writes_by_resource"]
+        target = by.get("nodes", 0) + by.get("hostendpoints", 0) + by.get("kubecontrollersconfigurations", 0)
+        # one label patch per node, one delete per old endpoint, KubeControllersConfiguration once
+        assert target == 2 * self.n + 1, by
+        m.update({"changed": 2 * self.n + 1, "record_writes": m["writes"] - target})
+        return m, again
+
+    def ours(self, rep):
+        b = self.bench
+        return self._round("m%d" % rep, hep_bench.MODULE_PLAY, {
+            "record_ns": b.record_ns, "record_name": "bench-%s-%d" % (b.tag, rep),
+            "record_path": str(self.workdir / ("hep-record-%d-%d.json" % (self.n, rep)))}, True)
+
+    def naive(self, rep):
+        m, _ = self._round("l%d" % rep, hep_bench.LOOP_PLAY, {"loop_nodes": self.bench.nodes}, False)
+        return m
+
+
+INSTALL_NAIVE = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    base: "{{ manifest_url }}/v3.31.4/manifests"
+  tasks:
+    - name: Download the release files
+      ansible.builtin.get_url:
+        url: "{{ base }}/{{ item }}"
+        dest: "{{ dir }}/{{ item }}"
+        mode: "0644"
+      loop: [operator-crds.yaml, tigera-operator.yaml, custom-resources.yaml]
+    - name: Operator namespace
+      kubernetes.core.k8s:
+        definition: {apiVersion: v1, kind: Namespace, metadata: {name: tigera-operator}}
+    - name: API server endpoint ConfigMap
+      kubernetes.core.k8s:
+        definition:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: kubernetes-services-endpoint, namespace: tigera-operator}
+          data: {KUBERNETES_SERVICE_HOST: api.cluster.example, KUBERNETES_SERVICE_PORT: "6443"}
+    - name: CRDs and operator
+      kubernetes.core.k8s:
+        src: "{{ dir }}/{{ item }}"
+      loop: [operator-crds.yaml, tigera-operator.yaml]
+    - name: Wait for the Installation CRD
+      kubernetes.core.k8s_info:
+        kind: CustomResourceDefinition
+        name: installations.operator.tigera.io
+        wait: true
+        wait_condition: {type: Established}
+    - name: Custom resources
+      kubernetes.core.k8s:
+        src: "{{ dir }}/custom-resources.yaml"
+    - name: eBPF data plane
+      kubernetes.core.k8s:
+        state: patched
+        api_version: operator.tigera.io/v1
+        kind: Installation
+        name: default
+        merge_type: merge
+        definition: {spec: {calicoNetwork: {linuxDataplane: BPF, hostPorts: null}}}
+    - name: kube-proxy out of the way
+      kubernetes.core.k8s:
+        state: patched
+        api_version: apps/v1
+        kind: DaemonSet
+        namespace: kube-system
+        name: kube-proxy
+        merge_type: strategic-merge
+        definition: {spec: {template: {spec: {nodeSelector: {non-calico: "true"}}}}}
+"""
+
+KUBE_PROXY = [
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-proxy", "namespace": "kube-system"},
+     "data": {"config.conf": "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
+                             "mode: iptables\n"}},
+    {"apiVersion": "apps/v1", "kind": "DaemonSet",
+     "metadata": {"name": "kube-proxy", "namespace": "kube-system", "labels": {"k8s-app": "kube-proxy"}},
+     "spec": {"selector": {"matchLabels": {"k8s-app": "kube-proxy"}},
+              "template": {"metadata": {"labels": {"k8s-app": "kube-proxy"}},
+                           "spec": {"nodeSelector": {"kubernetes.io/os": "linux"}, "tolerations": [{"operator": "Exists"}],
+                                    "containers": [{"name": "kube-proxy", "image": "registry.k8s.io/kube-proxy:v1.33.13"}]}}}},
+]
+
+
+class InstallEbpf(Job):
+    unit = "nodes (whole install)"
+
+    def size(self, n):
+        return len(json.loads(self.cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"])
+
+    def _clean(self):
+        import calico_support
+        inst = calico_support.Install(self.cluster)
+        inst.forget_later("v3.31.4", "operator-crds.yaml")
+        inst.forget_later("v3.31.4", "tigera-operator.yaml")
+        inst.cleanup()
+        self.cluster.kubectl("delete", "daemonset,configmap", "kube-proxy", "-n", "kube-system", "--ignore-not-found",
+                             check=False)
+        self.cluster.apply(yaml.safe_dump_all(KUBE_PROXY))
+
+    def teardown(self):
+        self._clean()
+        self.cluster.kubectl("delete", "daemonset,configmap", "kube-proxy", "-n", "kube-system", "--ignore-not-found",
+                             check=False)
+
+    def _vars(self, rep):
+        return {"ebpf_install_variant": "Calico", "ebpf_install_manifest_url": self.cluster.mirror_url,
+                "ebpf_install_platform": "kubeadm", "ebpf_install_wait": False,
+                "ebpf_install_artifacts_dir": str(self.workdir / ("artifacts-%d" % rep)),
+                "ebpf_install_timeout": 120, "ebpf_install_poll_interval": 2,
+                "services_endpoint_host": "api.cluster.example", "services_endpoint_port": 6443,
+                "preflight_report_dir": str(self.workdir / ("report-%d" % rep))}
+
+    def _excluding_waits(self, m):
+        waits = wait_seconds(m["_result"].data)
+        m["wall_with_waits_s"] = m["wall_s"]
+        m["wait_tasks_s"] = round(waits, 2)
+        m["wall_s"] = round(m["wall_s"] - waits, 2)
+        return m
+
+    def ours(self, rep):
+        self._clean()
+        m = self._excluding_waits(timed_play(self.cluster, self.ansible, "playbooks/install_ebpf.yml", self._vars(rep),
+                                             what="install_ebpf.yml"))
+        inst = json.loads(self.cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
+        assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+        rerun = timed_play(self.cluster, self.ansible, "playbooks/install_ebpf.yml", self._vars(rep),
+                           what="install_ebpf.yml re-run")
+        m["changed"] = written_objects(m)
+        return m, rerun
+
+    def naive(self, rep):
+        self._clean()
+        d = self.workdir / ("naive-%d" % rep)
+        d.mkdir(exist_ok=True)
+        m = self._excluding_waits(timed_play(self.cluster, self.ansible, INSTALL_NAIVE,
+                                             {"manifest_url": self.cluster.mirror_url, "dir": str(d)},
+                                             what="naive install"))
+        inst = json.loads(self.cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
+        assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+        return m
+
+
+UPGRADE_NAIVE = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Download the target release's manifest
+      ansible.builtin.get_url:
+        url: "{{ manifest_url }}/{{ target }}/manifests/calico.yaml"
+        dest: "{{ dir }}/calico.yaml"
+        mode: "0644"
+    - name: Apply it
+      kubernetes.core.k8s:
+        src: "{{ dir }}/calico.yaml"
+"""
+
+
+def written_objects(m):
+    """Distinct objects the run wrote (resource, namespace, name)."""
+    return len(set(((w.get("objectRef") or {}).get("resource"), (w.get("objectRef") or {}).get("namespace"),
+                    (w.get("objectRef") or {}).get("name")) for w in m["_writes"]))
+
+
+class Upgrade(InstallEbpf):
+    """playbooks/upgrade.yml, manifest install (calico.yaml) from SOURCE to TARGET of tests/integration/calico_support.py,
+    calico-node's ClusterInformation report played by its CalicoNodeStandIn; the time of the tasks named "wait"
+    (rollout, cluster version, TigeraStatus) subtracted. Naive: kubernetes.core.k8s ``src:`` of the target manifest."""
+    unit = "nodes (whole upgrade)"
+
+    def _install(self):
+        import calico_support as cs
+        self.cs = cs
+        cs.wipe_calico(self.cluster)
+        self.inst = cs.Install(self.cluster)
+        self.inst.apply_release(cs.SOURCE, "calico.yaml")
+        self.inst.forget_later(cs.TARGET, "calico.yaml")
+        cs.wait_daemonset(self.cluster, "calico-node")
+
+    def teardown(self):
+        pass
+
+    def _check(self):
+        ds = self.cs.get(self.cluster, "apps/v1", "DaemonSet", "calico-node", "kube-system")
+        assert self.cs.image_tag(ds["spec"]["template"]["spec"]["containers"][0]["image"]) == self.cs.TARGET
+
+    def _upgrade_vars(self, rep, suffix):
+        out = {"upgrade_manifest_url": self.cluster.mirror_url, "upgrade_chart_repo_url": self.cluster.chart_repo_url,
+               "upgrade_artifacts_dir": str(self.workdir / ("artifacts-%s-%d" % (suffix, rep))),
+               "upgrade_timeout": 300, "upgrade_poll_interval": 1,
+               "upgrade_record_name": "calico-ops-upgrade-bench-%s%d" % (suffix, rep),
+               "upgrade_owner_references_record_name": "calico-ops-owner-refs-bench-%s%d" % (suffix, rep),
+               "upgrade_owner_references_record_path": str(self.workdir / ("owner-references-%s-%d.json" % (suffix, rep)))}
+        self.inst.configmaps += [("kube-system", out["upgrade_record_name"]),
+                                 ("kube-system", out["upgrade_owner_references_record_name"])]
+        return out
+
+    def ours(self, rep):
+        self._install()
+        try:
+            variables = self._upgrade_vars(rep, "o")
+            with self.cs.CalicoNodeStandIn(self.cluster, daemonset="calico-node"):
+                self.cluster.wait_for(lambda: (self.cs.get(self.cluster, self.cs.CRD_API, "ClusterInformation", "default")
+                                               or {}).get("spec", {}).get("calicoVersion") == self.cs.SOURCE,
+                                      timeout=60, what="ClusterInformation")
+                m = self._excluding_waits(timed_play(self.cluster, self.ansible, "playbooks/upgrade.yml", variables,
+                                                     what="upgrade.yml"))
+                rerun = timed_play(self.cluster, self.ansible, "playbooks/upgrade.yml", variables, what="upgrade.yml re-run")
+            self._check()
+            m["changed"] = written_objects(m)
+            return m, rerun
+        finally:
+            self.inst.cleanup()
+
+    def naive(self, rep):
+        self._install()
+        try:
+            d = self.workdir / ("naive-%d" % rep)
+            d.mkdir(exist_ok=True)
+            m = timed_play(self.cluster, self.ansible, UPGRADE_NAIVE, {"manifest_url": self.cluster.mirror_url,
+                                                                       "target": self.cs.TARGET, "dir": str(d)},
+                           what="naive upgrade")
+            self._check()
+            m["changed"] = written_objects(m)
+            return m
+        finally:
+            self.inst.cleanup()
+
+
+JOBS = {"preflight": Preflight, "owner_references": OwnerReferences,
+        "host_endpoint_migration": HostEndpointMigration, "install_ebpf": InstallEbpf, "upgrade": Upgrade}
+
+
+# -- orchestration ------------------------------------------------------------------------------------------
+
+def summarise(runs, key="wall_s"):
+    last = runs[-1]
+    out = {"runs_s": [r[key] for r in runs], "median_s": round(report.median([r[key] for r in runs]), 2)}
+    for k in ("reads", "writes", "dry_run_writes", "changed", "record_writes"):
+        if k in last:
+            out[k] = last[k]
+            values = set(r.get(k) for r in runs)
+            if len(values) > 1:
+                out[k + "_per_run"] = [r.get(k) for r in runs]
+    out["runs"] = [public(r) for r in runs]
+    return out
+
+
+def log(msg):
+    print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def run_job(name, cluster, sizes, repeat, budget, workroot, previous=None):
+    """Yields (N, row) per size. ``previous``: this job's rows of an earlier run, whose measured naive medians
+    the predictions start from too (a run of only the larger sizes)."""
+    job = JOBS[name](cluster, Path(tempfile.mkdtemp(prefix=name + "-", dir=str(workroot))))
+    naive_measured = dict((int(n), row["naive"]["median_s"]) for n, row in (previous or {}).items()
+                          if (row.get("naive") or {}).get("median_s") is not None)
+    rows, done = {}, set()
+    for requested in sizes:
+        n = job.size(requested)
+        if n in done:
+            continue
+        done.add(n)
+        row = {"n": n, "unit": job.unit}
+        log("%s N=%d: setup" % (name, n))
+        started = time.monotonic()
+        job.setup(n)
+        row["setup_s"] = round(time.monotonic() - started, 1)
+        try:
+            runs, reruns = [], []
+            for rep in range(repeat):
+                m, rerun = job.ours(rep)
+                job.check(m, rerun)
+                runs.append(m)
+                reruns.append(rerun)
+                log("%s N=%d ours #%d: %.2fs, %d reads / %d writes; re-run %d writes" % (
+                    name, n, rep + 1, m["wall_s"], m["reads"], m["writes"], rerun["writes"]))
+            row["ours"] = summarise(runs)
+            row["ours"]["rerun_writes"] = max(r["writes"] for r in reruns)
+            row["ours"]["rerun_reads"] = reruns[-1]["reads"]
+            row["ours"]["rerun_median_s"] = round(report.median([r["wall_s"] for r in reruns]), 2)
+            skip, predicted, base = report.should_skip(naive_measured, n, budget)
+            if skip:
+                row["naive"] = {"predicted_s": round(predicted, 1), "from_n": base, "prediction": True,
+                                "not_measured": "predicted %.0f s > budget %.0f s (per-object rate at N=%d)" % (
+                                    predicted, budget, base)}
+                log("%s N=%d naive: not run, predicted ~%.0fs" % (name, n, predicted))
+            else:
+                nruns = []
+                for rep in range(repeat):
+                    m = job.naive(rep)
+                    nruns.append(m)
+                    log("%s N=%d naive #%d: %.2fs, %d reads / %d writes" % (
+                        name, n, rep + 1, m["wall_s"], m["reads"], m["writes"]))
+                row["naive"] = summarise(nruns)
+                if predicted is not None:
+                    row["naive"]["predicted_before_run_s"] = round(predicted, 1)
+                naive_measured[n] = row["naive"]["median_s"]
+        finally:
+            job.teardown()
+        rows[str(n)] = row
+        yield n, row
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", default=",".join(ALL_JOBS))
+    parser.add_argument("--sizes", default="10,100,1000,5000",
+                        help="N per job (preflight capped at 2000 nodes; install_ebpf ignores it). The smallest "
+                             "size is the calibration point the naive predictions start from")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--naive-budget", type=float, default=600.0,
+                        help="seconds; a naive run predicted to take longer is not run (recorded as a prediction)")
+    parser.add_argument("--results", default=str(RESULTS))
+    parser.add_argument("--render-only", action="store_true", help="only render results.md/.png from results.json")
+    parser.add_argument("--merge", action="append", default=[], metavar="RESULTS_JSON",
+                        help="merge the jobs and runs of another run's results.json (e.g. one run on another control "
+                             "plane at the same time) into this one first")
+    args = parser.parse_args(argv)
+    out_dir = Path(args.results)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "results.json"
+    results = json.loads(path.read_text()) if path.exists() else {"jobs": {}, "runs": []}
+    for other in args.merge:
+        data = json.loads(Path(other).read_text())
+        for name, rows in data.get("jobs", {}).items():
+            results["jobs"].setdefault(name, {}).update(rows)
+        results.setdefault("runs", []).extend(m for m in data.get("runs", []) if m not in results["runs"])
+    if args.merge:
+        path.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    if not args.render_only:
+        jobs = [j for j in args.jobs.split(",") if j]
+        unknown = [j for j in jobs if j not in JOBS]
+        if unknown:
+            parser.error("unknown job(s) %s; known: %s" % (", ".join(unknown), ", ".join(JOBS)))
+        sizes = sorted(int(s) for s in args.sizes.split(","))
+        os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", collections_path())
+        cp, own = control_plane()
+        workroot = HERE / "work"
+        workroot.mkdir(exist_ok=True)
+        meta = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "argv": sys.argv[1:],
+                "command": "benchmarks/run.py " + " ".join(sys.argv[1:]), "loadavg_start": os.getloadavg(),
+                "cpus": os.cpu_count(), "python": platform.python_version(), "jobs": jobs, "sizes": sizes,
+                "repeat": args.repeat, "naive_budget_s": args.naive_budget}
+        started = time.monotonic()
+        try:
+            for name in jobs:
+                results["jobs"].setdefault(name, {})
+                for n, row in run_job(name, Cluster(cp), sizes, args.repeat, args.naive_budget, workroot,
+                                      previous=dict(results["jobs"][name])):
+                    row["loadavg_end"] = os.getloadavg()
+                    row["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                    results["jobs"][name][str(n)] = row
+                    path.write_text(json.dumps(results, indent=1, default=str) + "\n")  # kept if a later size fails
+                    render(results, out_dir)
+        finally:
+            meta["loadavg_end"] = os.getloadavg()
+            meta["elapsed_s"] = round(time.monotonic() - started, 1)
+            results.setdefault("runs", []).append(meta)
+            path.write_text(json.dumps(results, indent=1, default=str) + "\n")
+            if own is not None:
+                own.stop(remove_dir=True)
+    render(results, out_dir)
+    print((out_dir / "results.md").read_text())
+    return 0
+
+
+def render(results, out_dir):
+    (out_dir / "results.md").write_text(HEADER + report.render_markdown(results) + notes(results))
+    report.plot(results, out_dir / "results.png")
+
+
+HEADER = """# Benchmarks: calico_ops.lifecycle against the naive kubernetes.core loop
+
+Produced by `make bench` (`benchmarks/run.py`, see its docstring); raw figures in `results.json`, plot in
+`results.png`. Wall times are medians of the runs on a shared 2-CPU machine (load averages in `results.json`);
+the request counts (audit log, user `admin`, dry runs not counted as writes) are the deterministic figure.
+"Not measured (predicted ~X s)" is a prediction from the per-object rate of the largest smaller size measured,
+never a measurement. "Objects changed" is what the run changed; ours' writes beyond it are its own record
+(ConfigMaps, see results.json `record_writes`). Conditions of the committed run: `README.md` beside this file.
+
+What each naive job does (the plays are in benchmarks/*.py):
+
+- preflight: k8s_info of the nodes, the kube-proxy ConfigMap and the Services, then one `set_fact` per node
+  judging its architecture and RHEL 8 kernel. It checks less than ours (3 lists against ours' 13-17 reads:
+  policies, FelixConfiguration, DaemonSets, pods, ...), and still grows faster than linearly with N.
+- owner_references: k8s_info of the ConfigMaps, one `kubernetes.core.k8s` merge patch per dependent to detach,
+  and again per dependent to attach with the new UIDs (benchmarks/owner_references.py `LOOP_*`); no record in
+  the cluster, no check that the owners exist.
+- host_endpoint_migration: one k8s task per endpoint and step (node labels, a k8s_info retried until the
+  automatic endpoint exists, the delete), no conflict check, no record (benchmarks/host_endpoint_migration.py
+  `LOOP_PLAY`). calico-kube-controllers is played by a stand-in thread whose requests are not counted.
+- install_ebpf: `kubernetes.core.k8s` `src:` of operator-crds.yaml, tigera-operator.yaml and
+  custom-resources.yaml, a merge patch for `linuxDataplane: BPF` and one for kube-proxy; no preflight, no
+  dry run, no validation. Ours runs with `ebpf_install_wait: false` (TigeraStatus read once) and the time of the
+  tasks named "wait" (CRDs Established) is subtracted from both.
+- upgrade: manifest install, calico.yaml v3.27.5 -> v3.31.4 (calico-node's ClusterInformation report played
+  by tests/integration/calico_support.py's stand-in). Ours: playbooks/upgrade.yml minus the tasks named
+  "wait" (rollout, cluster version); naive: `kubernetes.core.k8s` `src:` of the target calico.yaml, nothing
+  else (no ownerReference detach/attach, no record, no check of the result). For install_ebpf and upgrade
+  "objects changed" is the number of distinct objects written, N is the cluster's node count and there is one
+  size only (no plot).
+
+"""
+
+
+def notes(results):
+    lines = ["", "Runs:", ""]
+    for meta in results.get("runs", []):
+        lines.append("- `%s` started %s, %s s, load average at start %s, at end %s" % (
+            meta.get("command"), meta.get("started"), meta.get("elapsed_s"),
+            "/".join("%.2f" % x for x in meta.get("loadavg_start", [])),
+            "/".join("%.2f" % x for x in meta.get("loadavg_end", []))))
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""Bad input: every case fails (rc != 0), with a message naming the variable or the cause, before any write (the
+audit log shows no create/update/patch/delete by the identity the case uses).
+
+The cases run in one ``ansible-playbook`` process, one play and one inventory host per case (the role entry point
+or module the case names, the case's variables as that host's variables: reliability_support.run_cases), so no case
+shares a task or a ``run_once`` with another. Each test id judges its case on its own host's result and on the writes
+made while its play ran.
+
+Targets: ``role:<name>[/<entry point>]`` (meta/argument_specs.yml and the role's own checks), ``module:<name>``.
+Placeholders in values: {missing_kubeconfig} (no such file), {unreachable_kubeconfig} (the server is a closed
+port), {expired_kubeconfig} / {expired_token} (a service-account token signed by the cluster's own key, expired an
+hour ago), {invalid_kubeconfig} (a token no one signed), {server}, {ca}.
+"""
+
+import re
+
+import pytest
+
+from reliability_support import ca_file, kubeconfig_with, run_cases, signed_token
+
+pytestmark = pytest.mark.integration
+
+# id, target, variables, what the message must say (a regular expression: the variable or the cause)
+CASES = [
+    # -- preflight -------------------------------------------------------------------------------------------------
+    ("preflight-unknown-platform", "role:preflight", {"preflight_platform": "k3s"},
+     r"preflight_platform.*must be one (or more )?of"),
+    ("preflight-unknown-check-name", "role:preflight", {"preflight_ignore": ["os_kernel", "kernel_version"]},
+     r"preflight_ignore.*must be one or more of.*kernel_version"),
+    ("preflight-page-size-not-a-number", "role:preflight", {"preflight_page_size": "many"},
+     r"preflight_page_size.*int"),
+    ("preflight-missing-kubeconfig", "role:preflight", {"preflight_kubeconfig": "{missing_kubeconfig}"},
+     r"kubeconfig: the kubeconfig file given does not exist"),
+    ("preflight-unreachable-api-server", "role:preflight", {"preflight_kubeconfig": "{unreachable_kubeconfig}"},
+     r"(?i)(connection refused|max retries|failed to establish|unreachable)"),
+    ("preflight-expired-token", "role:preflight", {"preflight_kubeconfig": "{expired_kubeconfig}"},
+     r"(?i)(401|unauthori[sz]ed)"),
+    ("preflight-invalid-token", "role:preflight", {"preflight_kubeconfig": "{invalid_kubeconfig}"},
+     r"(?i)(401|unauthori[sz]ed)"),
+    ("ebpf-preflight-module-unknown-check", "module:ebpf_preflight", {"ignore": ["bpf_everything"]},
+     r"ignore.*must be one (or more )?of"),
+    # -- services_endpoint ----------------------------------------------------------------------------------------
+    ("services-endpoint-port-0", "role:services_endpoint",
+     {"services_endpoint_host": "api.example.com", "services_endpoint_port": 0}, r"services_endpoint_port"),
+    ("services-endpoint-port-70000", "role:services_endpoint",
+     {"services_endpoint_host": "api.example.com", "services_endpoint_port": 70000}, r"services_endpoint_port"),
+    ("services-endpoint-host-with-scheme", "role:services_endpoint",
+     {"services_endpoint_host": "https://api.example.com"}, r"services_endpoint_host"),
+    ("services-endpoint-host-with-port", "role:services_endpoint",
+     {"services_endpoint_host": "api.example.com:6443"}, r"services_endpoint_host"),
+    ("services-endpoint-unknown-platform", "role:services_endpoint", {"services_endpoint_platform": "gke"},
+     r"services_endpoint_platform.*must be one (or more )?of"),
+    ("services-endpoint-poll-above-timeout", "role:services_endpoint",
+     {"services_endpoint_timeout": 5, "services_endpoint_poll_interval": 60}, r"services_endpoint_poll_interval"),
+    # -- kube_proxy -------------------------------------------------------------------------------------------------
+    ("kube-proxy-unknown-state", "role:kube_proxy", {"kube_proxy_state": "removed"},
+     r"kube_proxy_state.*must be one (or more )?of"),
+    ("kube-proxy-unknown-platform", "role:kube_proxy", {"kube_proxy_platform": "rancher"},
+     r"kube_proxy_platform.*must be one (or more )?of"),
+    ("kube-proxy-missing-kubeconfig", "role:kube_proxy",
+     {"kube_proxy_platform": "kubeadm", "kube_proxy_kubeconfig": "{missing_kubeconfig}"},
+     r"kubeconfig: the kubeconfig file given does not exist"),
+    # -- ebpf_install (install_ebpf.yml, enable_ebpf.yml) -------------------------------------------------------------
+    ("install-wrong-variant", "role:ebpf_install", {"ebpf_install_variant": "Enterprise"},
+     r"ebpf_install_variant.*must be one (or more )?of"),
+    ("install-unknown-platform", "role:ebpf_install", {"ebpf_install_variant": "Calico", "ebpf_install_platform": "gke"},
+     r"ebpf_install_platform.*must be one (or more )?of"),
+    ("install-version-without-patch", "role:ebpf_install",
+     {"ebpf_install_variant": "Calico", "ebpf_install_calico_version": "3.31"}, r"ebpf_install_calico_version"),
+    ("install-version-four-parts", "role:ebpf_install",
+     {"ebpf_install_variant": "Calico", "ebpf_install_calico_version": "v3.31.4.1"}, r"ebpf_install_calico_version"),
+    ("install-enterprise-version-no-v", "role:ebpf_install",
+     {"ebpf_install_pull_secret": '{"auths": {}}', "ebpf_install_enterprise_version": "3.22.2"},
+     r"ebpf_install_enterprise_version"),
+    ("install-ftp-downloads-url", "role:ebpf_install",
+     {"ebpf_install_pull_secret": '{"auths": {}}', "ebpf_install_downloads_url": "ftp://downloads.tigera.io"},
+     r"ebpf_install_downloads_url"),
+    ("install-file-manifest-url", "role:ebpf_install",
+     {"ebpf_install_variant": "Calico", "ebpf_install_manifest_url": "file:///srv/calico"}, r"ebpf_install_manifest_url"),
+    ("install-custom-resources-url-without-scheme", "role:ebpf_install",
+     {"ebpf_install_variant": "Calico", "ebpf_install_custom_resources_url": "example.com/custom-resources.yaml"},
+     r"ebpf_install_custom_resources_url"),
+    ("install-enterprise-without-pull-secret", "role:ebpf_install", {"ebpf_install_variant": "TigeraSecureEnterprise"},
+     r"ebpf_install_pull_secret"),
+    ("install-two-pull-secrets", "role:ebpf_install",
+     {"ebpf_install_pull_secret": '{"auths": {}}', "ebpf_install_pull_secret_file": "/etc/hostname"},
+     r"ebpf_install_pull_secret.*exactly one"),
+    ("install-poll-above-timeout", "role:ebpf_install",
+     {"ebpf_install_variant": "Calico", "ebpf_install_timeout": 10, "ebpf_install_poll_interval": 60},
+     r"ebpf_install_poll_interval"),
+    ("install-timeout-zero", "role:ebpf_install",
+     {"ebpf_install_variant": "Calico", "ebpf_install_timeout": 0, "ebpf_install_poll_interval": 0},
+     r"ebpf_install_(timeout|poll_interval)"),
+    ("install-bottlerocket-not-a-choice", "role:ebpf_install",
+     {"ebpf_install_variant": "Calico", "ebpf_install_bottlerocket": "yes"}, r"ebpf_install_bottlerocket"),
+    ("enable-wrong-variant", "role:ebpf_install/enable", {"ebpf_install_variant": "calico"},
+     r"ebpf_install_variant.*must be one (or more )?of"),
+    ("enable-unknown-platform", "role:ebpf_install/enable",
+     {"ebpf_install_variant": "Calico", "ebpf_install_platform": "tkg"}, r"ebpf_install_platform.*must be one (or more )?of"),
+    # -- upgrade (upgrade.yml) --------------------------------------------------------------------------------------
+    ("upgrade-version-without-patch", "role:upgrade", {"upgrade_target_version": "3.31"}, r"upgrade_target_version"),
+    ("upgrade-version-four-parts", "role:upgrade", {"upgrade_target_version": "v3.31.4.1"}, r"upgrade_target_version"),
+    ("upgrade-current-version-garbage", "role:upgrade", {"upgrade_current_version": "latest"},
+     r"upgrade_current_version"),
+    ("upgrade-ftp-manifest-url", "role:upgrade", {"upgrade_manifest_url": "ftp://mirror.example.com/calico"},
+     r"upgrade_manifest_url"),
+    ("upgrade-empty-etcd-endpoint", "role:upgrade", {"upgrade_etcd_endpoints": [""]}, r"upgrade_etcd_endpoints"),
+    ("upgrade-etcd-endpoint-not-a-url", "role:upgrade", {"upgrade_etcd_endpoints": ["10.0.0.5:2379"]},
+     r"upgrade_etcd_endpoints"),
+    ("upgrade-etcd-key-without-cert", "role:upgrade", {"upgrade_etcd_key": "-----BEGIN PRIVATE KEY-----"},
+     r"upgrade_etcd_key.*upgrade_etcd_cert"),
+    ("upgrade-unknown-method", "role:upgrade", {"upgrade_method": "kustomize"}, r"upgrade_method.*must be one (or more )?of"),
+    # -- owner_references, host_endpoint_migration (roles of owner_references.yml, migrate_host_endpoints.yml; modules)
+    ("owner-references-role-unknown-state", "role:owner_references", {"owner_references_state": "deleted"},
+     r"owner_references_state.*must be one of"),
+    ("host-endpoints-role-unknown-datastore", "role:host_endpoint_migration", {"host_endpoint_migration_datastore": "consul"},
+     r"host_endpoint_migration_datastore.*must be one of"),
+    ("host-endpoints-role-timeout-not-a-number", "role:host_endpoint_migration",
+     {"host_endpoint_migration_wait_timeout": "soon"}, r"host_endpoint_migration_wait_timeout"),
+    ("owner-references-unknown-state", "module:owner_references", {"state": "removed"}, r"state.*must be one (or more )?of"),
+    ("owner-references-missing-kubeconfig", "module:owner_references",
+     {"state": "detached", "kubeconfig": "{missing_kubeconfig}"},
+     r"kubeconfig: the kubeconfig file given does not exist"),
+    ("owner-references-unreachable-api-server", "module:owner_references",
+     {"state": "detached", "host": "https://127.0.0.1:1", "api_key": "unused-token-of-an-unreachable-server", "ca_cert": "{ca}"},
+     r"(?i)(connection refused|max retries|failed to establish)"),
+    ("owner-references-expired-token", "module:owner_references",
+     {"state": "detached", "host": "{server}", "api_key": "{expired_token}", "ca_cert": "{ca}"},
+     r"(?i)(401|unauthori[sz]ed)"),
+    ("host-endpoints-unknown-conflict-policy", "module:host_endpoint_migration", {"label_conflicts": "merge"},
+     r"label_conflicts.*must be one (or more )?of"),
+    ("host-endpoints-unknown-api-version", "module:host_endpoint_migration", {"api_version": "projectcalico.org/v1"},
+     r"api_version.*must be one (or more )?of"),
+    ("host-endpoints-etcd-without-calicoctl", "module:host_endpoint_migration",
+     {"datastore": "etcd", "calicoctl_path": "calicoctl-not-installed-here"}, r"calicoctl_path:.*calicoctl-not-installed-here"),
+    ("host-endpoints-invalid-token", "module:host_endpoint_migration", {"kubeconfig": "{invalid_kubeconfig}"},
+     r"^cannot read projectcalico.org/v3: GET /apis/projectcalico.org/v3: 401 Unauthorized"),
+]
+
+CASE_IDS = [c[0] for c in CASES]
+assert len(set(CASE_IDS)) == len(CASES) >= 30
+# Cases that get past validation into a ``run_once`` task (the preflight's API scan): a failed run_once task fails
+# every host of its play, and ansible-playbook then ends the whole run, so each of these gets a process of its own.
+OWN_PROCESS = {"preflight-missing-kubeconfig", "preflight-unreachable-api-server", "preflight-expired-token",
+               "preflight-invalid-token"}
+
+
+def _fill(value, subst):
+    if isinstance(value, str):
+        for key, repl in subst.items():
+            value = value.replace("{%s}" % key, repl)
+        return value
+    if isinstance(value, list):
+        return [_fill(v, subst) for v in value]
+    if isinstance(value, dict):
+        return dict((k, _fill(v, subst)) for k, v in value.items())
+    return value
+
+
+def host_vars(target, variables, subst, workdir):
+    """The host variables of a case (see reliability_support.case_play)."""
+    if target.startswith("role:"):
+        out = {"preflight_report_dir": str(workdir / "reports"), "ebpf_install_artifacts_dir": str(workdir / "artifacts")}
+        out.update(_fill(variables, subst))
+        return out
+    return {"case_args": _fill(variables, subst)}
+
+
+@pytest.fixture(scope="module")
+def bad_input_run(cluster, tmp_path_factory):
+    """Every case of CASES, in one ansible-playbook process."""
+    work = tmp_path_factory.mktemp("bad-input")
+    for number in range(len(OWN_PROCESS) + 1):
+        (work / ("run-%d" % number)).mkdir()
+    subst = {
+        "missing_kubeconfig": str(work / "no-such-dir" / "kubeconfig"),
+        "unreachable_kubeconfig": kubeconfig_with(cluster, work / "unreachable.kubeconfig", server="https://127.0.0.1:1"),
+        "expired_token": signed_token(cluster, lifetime=-3600),
+        "invalid_kubeconfig": kubeconfig_with(cluster, work / "invalid.kubeconfig", token="not-a-token-anyone-signed"),
+        "server": cluster.server,
+        "ca": ca_file(cluster, work / "ca.crt"),
+    }
+    subst["expired_kubeconfig"] = kubeconfig_with(cluster, work / "expired.kubeconfig", token=subst["expired_token"])
+    cases = dict((cid, (target, host_vars(target, variables, subst, work))) for cid, target, variables, _m in CASES)
+    batches = [dict((cid, c) for cid, c in cases.items() if cid not in OWN_PROCESS)]
+    batches += [{cid: cases[cid]} for cid in CASE_IDS if cid in OWN_PROCESS]
+    runs = {}
+    for number, batch in enumerate(batches):
+        run = run_cases(cluster, batch, work / ("run-%d" % number), users=("admin",))
+        assert run.result.rc != 0
+        assert run.result.data.get("plays"), "no JSON output:\n%s\n%s" % (run.result.stdout[-3000:],
+                                                                          run.result.stderr[-3000:])
+        print("%d case(s) in one ansible-playbook process: %.1fs" % (len(batch), run.ended - run.started))
+        runs.update((cid, run) for cid in batch)
+    return runs
+
+
+@pytest.mark.parametrize("case_id, target, variables, expected", CASES, ids=CASE_IDS)
+def test_bad_input_fails_before_any_write_naming_the_cause(bad_input_run, case_id, target, variables, expected):
+    run = bad_input_run[case_id]
+    failure = run.failure(case_id)
+    assert failure is not None, "case %s (%s) was not refused" % (case_id, target)
+    task, msg = failure
+    assert re.search(expected, msg, re.S), "case %s failed in %r with a message that does not say %r:\n%s" % (
+        case_id, task, expected, msg[:2000])
+    writes = run.writes_of(case_id)
+    assert writes == [], ["%s %s" % (e["verb"], e["requestURI"]) for e in writes]
+    assert run.result.stats.get(case_id, {}).get("failures") == 1

@@ -1,0 +1,111 @@
+"""The pure parts of ``make bench`` (benchmarks/report.py): median, ratio, the prediction that decides whether a
+naive run is skipped, the Markdown table (predictions never in the measured columns) and the plot series."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPORT_PY = Path(__file__).resolve().parents[2] / "benchmarks" / "report.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_report", str(REPORT_PY))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+report = _load()
+
+
+def test_median_odd_even_and_unsorted():
+    assert report.median([3.0, 1.0, 2.0]) == 2.0
+    assert report.median([4, 1, 3, 2]) == 2.5
+    assert report.median([7.5]) == 7.5
+
+
+def test_median_of_nothing_is_an_error():
+    with pytest.raises(ValueError):
+        report.median([])
+
+
+@pytest.mark.parametrize("naive, ours, expected", [
+    (100.0, 10.0, 10.0),
+    (10.0, 3.0, 3.3),
+    (1.0, 2.0, 0.5),
+    (None, 2.0, None),
+    (5.0, None, None),
+    (5.0, 0, None),
+])
+def test_ratio(naive, ours, expected):
+    assert report.ratio(naive, ours) == expected
+
+
+def test_prediction_uses_the_largest_smaller_measured_size():
+    measured = {10: 5.0, 100: 120.0}
+    assert report.predict(measured, 1000) == (1200.0, 100)
+    assert report.predict(measured, 50) == (25.0, 10)
+    assert report.predict(measured, 10) == (None, None)
+    assert report.predict({}, 100) == (None, None)
+
+
+def test_a_run_over_the_budget_is_skipped_and_one_under_it_is_not():
+    measured = {100: 120.0}
+    assert report.should_skip(measured, 1000, 600) == (True, 1200.0, 100)
+    assert report.should_skip(measured, 400, 600) == (False, 480.0, 100)
+    # nothing measured below: cannot predict, so the run is not skipped
+    assert report.should_skip({}, 100, 600) == (False, None, None)
+    # no budget: never skipped
+    assert report.should_skip(measured, 1000, None) == (False, 1200.0, 100)
+
+
+RESULTS = {"jobs": {
+    "owner_references": {
+        "1000": {"n": 1000, "unit": "dependents",
+                 "ours": {"median_s": 12.7, "reads": 2138, "writes": 2006, "changed": 2000, "rerun_writes": 0},
+                 "naive": {"predicted_s": 1350.0, "from_n": 100, "prediction": True,
+                           "not_measured": "predicted 1350 s > budget 600 s"}},
+        "100": {"n": 100, "unit": "dependents",
+                "ours": {"median_s": 3.1, "reads": 200, "writes": 202, "changed": 200, "rerun_writes": 0},
+                "naive": {"median_s": 135.0, "reads": 402, "writes": 200}},
+    },
+    "preflight": {
+        "2000": {"n": 2000, "unit": "nodes",
+                 "ours": {"median_s": 3.62, "reads": 18, "writes": 0, "changed": 0, "rerun_writes": 0},
+                 "naive": {"median_s": 40.0, "reads": 4, "writes": 0}},
+    },
+}}
+
+
+def test_markdown_table_rows_in_job_order_and_by_size():
+    md = report.render_markdown(RESULTS)
+    lines = md.strip().splitlines()
+    assert lines[0].startswith("| job | N | ours median s | naive median s | ratio")
+    assert lines[2].startswith("| preflight | 2000 nodes | 3.62 | 40.0 | 11.0x | 18 / 0 | 4 / 0 | 0 | 0 |")
+    assert lines[3].startswith("| owner_references | 100 dependents | 3.10 | 135 | 43.5x | 200 / 202 | 402 / 200 |")
+    assert len(lines) == 5
+
+
+def test_a_prediction_is_marked_and_never_in_the_measured_columns():
+    md = report.render_markdown(RESULTS)
+    row = [line for line in md.splitlines() if line.startswith("| owner_references | 1000 ")][0]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "not measured (predicted ~1350 s)"
+    assert cells[4] == "-"  # no ratio from a prediction
+    assert cells[6] == "-"  # no request counts for a run that did not happen
+    assert cells[5] == "2138 / 2006" and cells[8] == "0"
+
+
+def test_plot_series_keeps_predictions_apart():
+    series = report.plot_series(RESULTS)
+    assert series["owner_references"]["ours"] == [(100, 3.1), (1000, 12.7)]
+    assert series["owner_references"]["naive"] == [(100, 135.0)]
+    assert series["owner_references"]["predicted"] == [(1000, 1350.0)]
+
+
+def test_seconds_formatting():
+    assert report.fmt_s(None) == "-"
+    assert report.fmt_s(1.234) == "1.23"
+    assert report.fmt_s(12.34) == "12.3"
+    assert report.fmt_s(1234.5) == "1234"
