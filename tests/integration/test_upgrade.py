@@ -7,11 +7,16 @@ status and TigeraStatus from the operator). The manifests create cluster-scoped 
 kube-system, so every test installs, upgrades and removes its own install, one after another.
 """
 
+import contextlib
+import functools
+import hashlib
+import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -164,6 +169,31 @@ def assert_upgraded_manifest(cluster, flavor, datastore="kubernetes"):
             assert conds.get("Available") == "True" and dep["status"]["availableReplicas"] == dep["spec"]["replicas"]
     return ds
 
+
+@contextlib.contextmanager
+def file_server(root):
+    """Serve directory ``root`` on 127.0.0.1 (a calicoctl download site); yields the base URL."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield "http://127.0.0.1:%d" % server.server_address[1]
+    finally:
+        server.shutdown()
+
+
+CALICOCTL_STAND_IN = """#!/bin/sh
+# Stand-in for calicoctl (no calicoctl binary can be fetched here): `version` prints what calicoctl prints, the
+# Cluster Version read from ClusterInformation default through the kubeconfig of the --config file it is given.
+[ "$1" = version ] || exit 2
+cfg=/etc/calico/calicoctl.cfg
+[ "$2" = --config ] && cfg=$3
+kubeconfig=$(sed -n 's/^ *kubeconfig: *//p' "$cfg")
+echo "Client Version:    %(target)s"
+printf 'Cluster Version:   '
+%(kubectl)s --kubeconfig "$kubeconfig" get clusterinformations.crd.projectcalico.org default -o jsonpath='{.spec.calicoVersion}'
+echo
+"""
 
 # -- manifest, Kubernetes API datastore -----------------------------------------------------------------------
 
@@ -516,6 +546,8 @@ def test_alp_allow_all_upgrade_and_calicoctl_config(cluster, ansible, install, t
     install.apply_release(SOURCE, "calico.yaml")
     install.forget_later(TARGET, "calico.yaml")
     wait_daemonset(cluster, "calico-node")
+    cluster.wait_for(lambda: cluster.kubectl("get", "namespace", "istio-system", check=False).returncode != 0,
+                     timeout=180, what="namespace istio-system of an earlier run to be gone")
     cluster.kubectl("create", "namespace", "istio-system")
     try:
         cluster.apply(yaml.safe_dump_all([
@@ -535,12 +567,23 @@ def test_alp_allow_all_upgrade_and_calicoctl_config(cluster, ansible, install, t
                                   .get("availableReplicas") == 1), timeout=60, what="productpage available")
         before = get(cluster, "apps/v1", "Deployment", "productpage", namespace)
         cfg = tmp_path / "etc" / "calicoctl.cfg"
-        variables = upgrade_vars(cluster, tmp_path, install, upgrade_alp_deployments=[
-            {"namespace": namespace, "name": "productpage"}], upgrade_remove_allow_all_upgrade=True,
-            upgrade_calicoctl_write_config=True, upgrade_calicoctl_config_path=str(cfg),
-            upgrade_calicoctl_path=str(tmp_path / "bin" / "calicoctl"))
-        with CalicoNodeStandIn(cluster):
-            res = run(ansible, variables)
+        stand_in = (CALICOCTL_STAND_IN % {"target": TARGET, "kubectl": cluster.bin("kubectl")}).encode()
+        served = tmp_path / "srv" / TARGET / "calicoctl-linux-amd64"
+        served.parent.mkdir(parents=True)
+        served.write_bytes(stand_in)
+        old = tmp_path / "old" / "calicoctl"
+        old.parent.mkdir()
+        old.write_text("#!/bin/sh\necho 'Cluster Version: %s'\n" % SOURCE)
+        installed = tmp_path / "bin" / "calicoctl"
+        with file_server(tmp_path / "srv") as url:
+            variables = upgrade_vars(cluster, tmp_path, install, upgrade_alp_deployments=[
+                {"namespace": namespace, "name": "productpage"}], upgrade_remove_allow_all_upgrade=True,
+                upgrade_calicoctl_write_config=True, upgrade_calicoctl_config_path=str(cfg),
+                upgrade_calicoctl_kubeconfig=cluster.kubeconfig, upgrade_calicoctl_install=True,
+                upgrade_calicoctl_url=url, upgrade_calicoctl_checksum="sha256:" + hashlib.sha256(stand_in).hexdigest(),
+                upgrade_calicoctl_path=str(installed), upgrade_calicoctl_remove_paths=[str(old)])
+            with CalicoNodeStandIn(cluster):
+                res = run(ansible, variables)
 
         report = task(res, "Report what was found")["msg"]
         assert "application layer policy: True" in report[5]
@@ -557,9 +600,13 @@ def test_alp_allow_all_upgrade_and_calicoctl_config(cluster, ansible, install, t
             names.index(next(n for n in names if n.startswith("Delete GlobalNetworkPolicy")))
         written = yaml.safe_load(cfg.read_text())
         assert written == {"apiVersion": "projectcalico.org/v3", "kind": "CalicoAPIConfig", "metadata": {},
-                           "spec": {"datastoreType": "kubernetes", "kubeconfig": "~/.kube/config"}}
-        assert any(n.startswith("Say that calicoctl was not checked") for n in names)
-        assert not any(n.startswith("Ask calicoctl") for n in names)
+                           "spec": {"datastoreType": "kubernetes", "kubeconfig": cluster.kubeconfig}}
+        # the target's calicoctl replaced the old one, and says the cluster runs the target version
+        assert installed.read_bytes() == stand_in and os.access(str(installed), os.X_OK) and not old.exists()
+        version = task(res, "Ask calicoctl for the cluster version")
+        assert "Cluster Version:   %s" % TARGET in version["stdout"], version
+        assert any(n.startswith("The Cluster Version calicoctl shows must be") for n in names)
+        assert not any(n.startswith("Say that calicoctl was not checked") for n in names)
     finally:
         cluster.kubectl("delete", "namespace", "istio-system", "--ignore-not-found", "--wait=false", check=False)
 
@@ -581,31 +628,21 @@ def test_post_check_waits_for_cluster_information(cluster, ansible, install, tmp
 def test_calicoctl_with_a_wrong_checksum_stops_before_any_write(cluster, ansible, install, tmp_path):
     """calicoctl is downloaded (checksum verified) while preparing: a mismatch stops the run before any write.
     (No calicoctl binary can be fetched here, so the file served is not one; it is never run.)"""
-    import functools
-    import hashlib
-    import http.server
-    import threading
     install.apply_release(SOURCE, "calico.yaml")
     wait_daemonset(cluster, "calico-node")
     served = tmp_path / "srv" / TARGET / "calicoctl-linux-amd64"
     served.parent.mkdir(parents=True)
     served.write_bytes(b"these bytes are not calicoctl")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "srv"))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     old = tmp_path / "old-calicoctl"
     old.write_text("old")
-    try:
+    with file_server(tmp_path / "srv") as url:
         wrong = "sha256:" + hashlib.sha256(b"something else").hexdigest()
-        variables = upgrade_vars(cluster, tmp_path, install, upgrade_calicoctl_install=True,
-                                 upgrade_calicoctl_url="http://127.0.0.1:%d" % server.server_address[1],
+        variables = upgrade_vars(cluster, tmp_path, install, upgrade_calicoctl_install=True, upgrade_calicoctl_url=url,
                                  upgrade_calicoctl_checksum=wrong, upgrade_calicoctl_path=str(tmp_path / "calicoctl"),
                                  upgrade_calicoctl_remove_paths=[str(old)])
         mark = cluster.audit.mark()
         res = run(ansible, variables, ok=False)
         writes = cluster.audit.writes_since(mark)
-    finally:
-        server.shutdown()
     assert res.rc != 0 and "checksum" in failure(res).lower(), failure(res)
     assert writes == [], [describe(e) for e in writes]
     assert not (tmp_path / "calicoctl").exists() and old.exists()
