@@ -257,14 +257,15 @@ KEY_PEM = "-----BEGIN PRIVATE KEY-----\ncalico-ops-test-key-%s\n-----END PRIVATE
 CERT_PEM = "-----BEGIN CERTIFICATE-----\ncalico-ops-test-cert\n-----END CERTIFICATE-----\n"
 
 
-def test_etcd_datastore_upgrade(cluster, ansible, install, tmp_path):
+@pytest.mark.parametrize("flavor, config", [("calico-etcd.yaml", "calico-config"), ("canal-etcd.yaml", "canal-config")])
+def test_etcd_datastore_upgrade(cluster, ansible, install, tmp_path, flavor, config):
     def old_endpoints(doc):
-        if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == "calico-config":
+        if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == config:
             doc["data"]["etcd_endpoints"] = "http://127.0.0.1:12379"
         return doc
-    install.apply_release(SOURCE, "calico-etcd.yaml", old_endpoints)
-    install.forget_later(TARGET, "calico-etcd.yaml")
-    wait_daemonset(cluster, "calico-node")
+    install.apply_release(SOURCE, flavor, old_endpoints)
+    install.forget_later(TARGET, flavor)
+    wait_daemonset(cluster, node_ds_name(flavor))
     endpoints = ["http://127.0.0.1:22379", "http://127.0.0.1:22380"]
     variables = upgrade_vars(cluster, tmp_path, install, upgrade_etcd_endpoints=endpoints,
                              upgrade_etcd_key=KEY_PEM, upgrade_etcd_cert=CERT_PEM)
@@ -272,9 +273,9 @@ def test_etcd_datastore_upgrade(cluster, ansible, install, tmp_path):
     res = run(ansible, variables)
 
     report = task(res, "Report what was found")["msg"]
-    assert "datastore: etcd" in report[1] and "flavor: calico-etcd.yaml" in report[2]
-    assert_upgraded_manifest(cluster, "calico-etcd.yaml", datastore="etcd")
-    cm = get(cluster, "v1", "ConfigMap", "calico-config", "kube-system")["data"]
+    assert "datastore: etcd" in report[1] and "flavor: %s" % flavor in report[2]
+    assert_upgraded_manifest(cluster, flavor, datastore="etcd")
+    cm = get(cluster, "v1", "ConfigMap", config, "kube-system")["data"]
     assert cm["etcd_endpoints"] == ",".join(endpoints)
     assert (cm["etcd_key"], cm["etcd_cert"], cm["etcd_ca"]) == ("/calico-secrets/etcd-key",
                                                                 "/calico-secrets/etcd-cert", "")
@@ -386,6 +387,13 @@ def test_helm_upgrade(cluster, ansible, install, tmp_path):
         cluster.wait_for(lambda: ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
                                   .get("status") or {}).get("calicoVersion") == SOURCE,
                          timeout=60, what="the operator stand-in reporting %s" % SOURCE)
+        # check mode first: the plan, no write (audit log), the release untouched
+        mark = cluster.audit.mark()
+        check = run(ansible, variables, check=True)
+        writes = cluster.audit.writes_since(mark)
+        assert writes == [], [describe(e) for e in writes]
+        assert helm_release(cluster)["revision"] == "1"
+        assert task(check, "Report what was found")["msg"][0].startswith("method: helm")
         res = run(ansible, variables)
         assert not operator.errors, operator.errors
 
