@@ -445,12 +445,17 @@ def test_guard_noop_at_the_target(cluster, ansible, install, tmp_path):
     variables = upgrade_vars(cluster, tmp_path, install, upgrade_calicoctl_install="false",
                              upgrade_calicoctl_write_config="false", upgrade_remove_allow_all_upgrade="false")
     mark = cluster.audit.mark()
-    res = run(ansible, variables)
+    res = ansible.playbook(PLAYBOOK, extra_vars=variables, env={"ANSIBLE_SHOW_CUSTOM_STATS": "1"})
+    assert res.rc == 0, res.stdout[-6000:] + res.stderr[-3000:]
     writes = cluster.audit.writes_since(mark)
     assert writes == [], [describe(e) for e in writes]
     assert res.changed() == 0
     assert task(res, "Report what was found")["msg"][-1].startswith("plan: noop: Calico is already at v3.31.4")
     assert not any(n.startswith("Record the upgrade") for n in ran(res))
+    # the summary is published for AWX (set_stats)
+    stats = res.data["global_custom_stats"]["calico_ops_upgrade"]
+    assert (stats["action"], stats["method"], stats["datastore"], stats["version"]) == ("noop", "manifest", "kubernetes",
+                                                                                        TARGET), stats
 
 
 @pytest.mark.parametrize("extra, words", [
