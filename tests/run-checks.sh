@@ -69,8 +69,18 @@ step_unit() {
 }
 
 step_integration() {
-  need_cluster || return 1
-  pytest tests/integration -q -m integration
+  # Test files are spread over pytest-xdist workers (whole files together: module fixtures); each worker starts
+  # a control plane of its own (the session fixture `cluster`, LOCALCP_RUN_DIR unset), so tests that touch
+  # cluster-wide singletons (Installation default, kube-proxy, CRDs) never meet. CALICO_OPS_TEST_WORKERS
+  # overrides the count (default: the CPUs, 2 to 4).
+  local workers=${CALICO_OPS_TEST_WORKERS:-}
+  if [ -z "$workers" ]; then
+    workers=$(nproc 2>/dev/null || echo 2)
+    [ "$workers" -lt 2 ] && workers=2
+    [ "$workers" -gt 4 ] && workers=4
+  fi
+  echo "pytest-xdist: $workers workers, a control plane each"
+  env -u LOCALCP_RUN_DIR pytest tests/integration -q -m integration -n "$workers" --dist loadfile
 }
 
 step_reliability() {

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,12 +83,17 @@ class Cluster:
 
     @property
     def k8s(self):
-        """kubernetes.dynamic.DynamicClient for assertions (independent of the code under test)."""
+        """kubernetes.dynamic.DynamicClient for assertions (independent of the code under test); one per
+        thread: the client's discovery cache is not thread-safe (a stand-in thread and the test refreshing it at
+        once fail with KeyError 'resources' inside kubernetes.dynamic)."""
         if self._k8s is None:
+            self._k8s = threading.local()
+        client = getattr(self._k8s, "client", None)
+        if client is None:
             from kubernetes import config, dynamic
             api = config.new_client_from_config(config_file=self.kubeconfig)
-            self._k8s = dynamic.DynamicClient(api)
-        return self._k8s
+            client = self._k8s.client = dynamic.DynamicClient(api)
+        return client
 
     node_spec = staticmethod(nodes_mod.node_spec)
 
