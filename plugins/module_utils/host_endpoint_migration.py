@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - Python 2: one request at a time
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
     ClientError, ReadOnlyViolation)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import (
-    RecordStore, RecordStoreError, utc_now)
+    RecordStoreError, open_record_store, utc_now)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils import (
     host_endpoint_migration_rules as rules)
 
@@ -51,7 +51,6 @@ CRD = "crd.projectcalico.org/v1"
 API_VERSIONS = ("auto", V3, CRD)
 DEFAULT_RECORD_NAMESPACE = "kube-system"
 DEFAULT_RECORD_NAME = "calico-ops-host-endpoint-migration"
-DEFAULT_RECORD_DIR = "~/.calico_ops/records"
 DEFAULT_WAIT_TIMEOUT = 300
 DEFAULT_POLL_INTERVAL = 2.0
 NODE_PATCH_RETRIES = 5
@@ -74,21 +73,8 @@ class DatastoreError(Exception):
     """HostEndpoints or KubeControllersConfiguration cannot be read or written."""
 
 
-def cluster_id(client):
-    """The UID of namespace kube-system: identifies the cluster a record belongs to (None if unreadable)."""
-    try:
-        ns = client.get("v1", "namespaces", "kube-system")
-    except ClientError:
-        return None
-    return ((ns or {}).get("metadata") or {}).get("uid")
-
-
 def _more(items, shown, key):
     return " (and %d more: see %s)" % (len(items) - shown, key) if len(items) > shown else ""
-
-
-def default_record_path(name, cluster):
-    return os.path.join(DEFAULT_RECORD_DIR, "%s-%s.json" % (name, cluster or "cluster"))
 
 
 # -- datastores ------------------------------------------------------------------------------------------
@@ -339,11 +325,7 @@ class Runner(object):
     # -- common --------------------------------------------------------------------------------------
 
     def _open_store(self):
-        cid = cluster_id(self.client)
-        path = self.record_path or default_record_path(self.record_name, cid)
-        self.store = RecordStore(self.client, self.record_namespace, self.record_name, path, JOB,
-                                 cluster_id=cid)
-        self.store.load()
+        self.store = open_record_store(self.client, self.record_namespace, self.record_name, self.record_path, JOB)
         return self.store
 
     def _progress(self, message):

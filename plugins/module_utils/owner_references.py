@@ -27,19 +27,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import os
 import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.discovery import discover
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import (
-    RecordStore, RecordStoreError)
+    RecordStoreError, open_record_store)
 
 JOB = "owner_references"
 DEFAULT_OWNER_API_VERSIONS = ["projectcalico.org/v3"]
 DEFAULT_RECORD_NAMESPACE = "kube-system"
 DEFAULT_RECORD_NAME = "calico-ops-owner-references"
-DEFAULT_RECORD_DIR = "~/.calico_ops/records"
 PATCH_RETRIES = 6
 # attach saves the record after every CHECKPOINT_EVERY entries done, at most once per CHECKPOINT_SECONDS
 # (and always after 10 * CHECKPOINT_EVERY); a run killed in between redoes nothing: it finds those
@@ -66,19 +64,6 @@ def entry_key(dependent_uid, ref):
     that detaches the re-attached reference makes a new entry)."""
     return "|".join([dependent_uid, ref.get("apiVersion") or "", ref.get("kind") or "",
                      ref.get("name") or "", ref.get("uid") or ""])
-
-
-def cluster_id(client):
-    """The UID of namespace kube-system: identifies the cluster a record belongs to (None if unreadable)."""
-    try:
-        ns = client.get("v1", "namespaces", "kube-system")
-    except ClientError:
-        return None
-    return ((ns or {}).get("metadata") or {}).get("uid")
-
-
-def default_record_path(name, cluster):
-    return os.path.join(DEFAULT_RECORD_DIR, "%s-%s.json" % (name, cluster or "cluster"))
 
 
 def _same_owner(a, b):
@@ -137,11 +122,7 @@ class Runner(object):
     # -- common --------------------------------------------------------------------------------------
 
     def _open_store(self):
-        cid = cluster_id(self.client)
-        path = self.record_path or default_record_path(self.record_name, cid)
-        self.store = RecordStore(self.client, self.record_namespace, self.record_name, path, JOB,
-                                 cluster_id=cid)
-        self.store.load()
+        self.store = open_record_store(self.client, self.record_namespace, self.record_name, self.record_path, JOB)
         return self.store
 
     def _is_owner_ref(self, ref):

@@ -49,6 +49,8 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "calico-ops"}
 # a ConfigMap may hold 1 MiB; leave room for metadata and for entries growing when they are marked done
 CHUNK_BYTES = 900 * 1024
 SAVE_RETRIES = 8
+# where a job's record file goes when the caller names none (on the host that runs the module)
+DEFAULT_RECORD_DIR = "~/.calico_ops/records"
 
 
 class RecordStoreError(Exception):
@@ -81,6 +83,28 @@ def more_advanced(a, b):
     if int(b.get("revision") or 0) > int(a.get("revision") or 0):
         return b
     return a
+
+
+def cluster_id(client):
+    """The UID of namespace kube-system: identifies the cluster a record belongs to (None if unreadable)."""
+    try:
+        ns = client.get("v1", "namespaces", "kube-system")
+    except ClientError:
+        return None
+    return ((ns or {}).get("metadata") or {}).get("uid")
+
+
+def default_record_path(name, cluster):
+    return os.path.join(DEFAULT_RECORD_DIR, "%s-%s.json" % (name, cluster or "cluster"))
+
+
+def open_record_store(client, namespace, name, record_path, job):
+    """The job's record (ConfigMaps ``name`` in ``namespace`` and the file ``record_path``, by default
+    ``DEFAULT_RECORD_DIR/<name>-<cluster id>.json``), loaded; a record of another cluster is refused."""
+    cid = cluster_id(client)
+    store = RecordStore(client, namespace, name, record_path or default_record_path(name, cid), job, cluster_id=cid)
+    store.load()
+    return store
 
 
 class RecordStore(object):

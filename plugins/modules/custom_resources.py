@@ -99,12 +99,10 @@ dest:
   type: str
 """
 
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.artifact import write_artifact
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.manifest import (
     DATAPLANES, HAS_YAML, VARIANTS, ManifestError, render_custom_resources)
 
@@ -142,22 +140,10 @@ def main():
             exclude_kinds=p["exclude_kinds"])
     except ManifestError as exc:
         module.fail_json(msg="%s: %s" % (p["src"] or "content", to_native(exc)))
-    before = None
-    if os.path.exists(p["dest"]):
-        with open(p["dest"]) as f:
-            before = f.read()
-    changed = before != edited
+    changed, diff = write_artifact(module, p["dest"], edited)
     result = dict(changed=changed, documents=documents, installation=installation, dest=p["dest"])
     if module._diff:
-        result["diff"] = dict(before=before or "", after=edited, before_header=p["dest"], after_header=p["dest"])
-    if changed and not module.check_mode:
-        directory = os.path.dirname(os.path.abspath(p["dest"]))
-        if not os.path.isdir(directory):
-            os.makedirs(directory)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".custom-resources.")
-        with os.fdopen(fd, "w") as f:
-            f.write(edited)
-        module.atomic_move(tmp, p["dest"])
+        result["diff"] = diff
     module.exit_json(**result)
 
 

@@ -116,12 +116,10 @@ dest:
   type: str
 """
 
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.artifact import write_artifact
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.manifest import (
     ManifestError, render_upgrade, workloads)
 
@@ -155,23 +153,11 @@ def main():
         artifact, documents, report = render_upgrade(text, p["patches"], p["etcd_endpoints"], tls)
     except ManifestError as exc:
         module.fail_json(msg=to_native(exc))
-    before = None
-    if os.path.exists(p["dest"]):
-        with open(p["dest"]) as f:
-            before = f.read()
-    changed = before != artifact
+    changed, diff = write_artifact(module, p["dest"], artifact)
     result = dict(changed=changed, documents=documents, workloads=workloads(documents), patches=report,
                   dest=p["dest"])
     if module._diff:
-        result["diff"] = dict(before=before or "", after=artifact, before_header=p["dest"], after_header=p["dest"])
-    if changed and not module.check_mode:
-        directory = os.path.dirname(os.path.abspath(p["dest"]))
-        if not os.path.isdir(directory):
-            os.makedirs(directory)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".upgrade-manifest.")
-        with os.fdopen(fd, "w") as f:
-            f.write(artifact)
-        module.atomic_move(tmp, p["dest"])
+        result["diff"] = diff
     module.exit_json(**result)
 
 

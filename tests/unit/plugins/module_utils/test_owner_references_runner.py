@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import owner_references as orefs
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references import (
     OwnerReferencesError, Runner, entry_key, run)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils import record_store
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import RecordStore
 
 from fake_k8s import client, standard_api
@@ -377,7 +377,7 @@ def test_owner_api_versions_selects_which_references_move(tmp_path):
 
 
 def test_run_entry_point_and_default_record_path(tmp_path, monkeypatch):
-    monkeypatch.setattr(orefs, "DEFAULT_RECORD_DIR", str(tmp_path / "records"))
+    monkeypatch.setattr(record_store, "DEFAULT_RECORD_DIR", str(tmp_path / "records"))
     w = World()
     result = run(client(w.dyn), {"state": "detached", "owner_api_versions": [CALICO],
                                  "record_namespace": "kube-system", "record_name": "calico-ops-owner-references",

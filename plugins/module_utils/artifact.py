@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A text file kept on the host that runs the module for review (an edited manifest): written only when its
+content changes, atomically, never in check mode; the diff of the file for diff mode."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import tempfile
+
+
+def write_artifact(module, dest, text):
+    """Write ``text`` to ``dest`` unless it holds that already (nothing in check mode). Returns
+    ``(changed, diff)``; ``diff`` is the before/after of the file, for ``module._diff``."""
+    before = None
+    if os.path.exists(dest):
+        with open(dest) as handle:
+            before = handle.read()
+    changed = before != text
+    diff = dict(before=before or "", after=text, before_header=dest, after_header=dest)
+    if changed and not module.check_mode:
+        directory = os.path.dirname(os.path.abspath(dest))
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(dest))
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        module.atomic_move(tmp, dest)
+    return changed, diff
