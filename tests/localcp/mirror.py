@@ -1,7 +1,7 @@
 """Where the Calico release files served on 127.0.0.1 come from.
 
 In order: the folder named by ``CALICO_OPS_RELEASES_DIR``; ``../shared/calico-releases`` beside the
-repository; else the same files downloaded once from the real release addresses into the cache (so the suite
+repository; the folder an earlier run on this machine found (remembered in the cache); else the same files downloaded once from the real release addresses into the cache (so the suite
 also runs from a lone clone of the repository). The project never copies these files into its own tree.
 """
 
@@ -32,15 +32,37 @@ def _complete(folder: Path) -> bool:
         (folder / v / "manifests" / "operator-crds.yaml").is_file() for v in VERSIONS)
 
 
-def source_dir(explicit: Path | None = None) -> Path:
+def local_source_dir(explicit: Path | None = None) -> Path | None:
+    """The release files already on this machine (no download), or None."""
+    candidates = _candidates(explicit)
+    return next((c.resolve() for c in candidates if _complete(c)), None)
+
+
+def _candidates(explicit: Path | None = None) -> list:
     candidates = []
     if explicit:
         candidates.append(Path(explicit))
     if os.environ.get("CALICO_OPS_RELEASES_DIR"):
         candidates.append(Path(os.environ["CALICO_OPS_RELEASES_DIR"]))
     candidates.append(REPO_ROOT.parent / "shared" / "calico-releases")
+    # the folder a run of another checkout on this machine found (a clone elsewhere, e.g. under /tmp, has no
+    # ../shared beside it)
+    remembered = cache_root() / "calico-releases.source"
+    if remembered.is_file():
+        candidates.append(Path(remembered.read_text().strip()))
+    return candidates
+
+
+def source_dir(explicit: Path | None = None) -> Path:
+    candidates = _candidates(explicit)
+    remembered = cache_root() / "calico-releases.source"
     for c in candidates:
         if _complete(c):
+            try:
+                remembered.parent.mkdir(parents=True, exist_ok=True)
+                remembered.write_text(str(c.resolve()))
+            except OSError:
+                pass
             return c.resolve()
     try:
         return download(cache_root() / "calico-releases")

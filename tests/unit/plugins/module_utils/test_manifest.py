@@ -8,6 +8,11 @@ import yaml
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils import manifest
 
 RELEASES = Path(__file__).resolve().parents[4].parent / "shared" / "calico-releases"
+try:  # where the local control plane's mirror finds them (also from a clone that has no ../shared beside it)
+    from localcp.mirror import local_source_dir
+    RELEASES = local_source_dir() or RELEASES
+except ImportError:  # the harness is not on the path (ansible-test's copy of the collection)
+    pass
 
 CR = """# header comment
 apiVersion: operator.tigera.io/v1
