@@ -70,12 +70,22 @@ def _requests(side):
     return "%d / %d" % (side["reads"], side["writes"])
 
 
+def measured_cell(side):
+    """A measured median; "(1 run)" / "(2 runs)" after it when fewer than three runs were made."""
+    if not side or side.get("median_s") is None:
+        return "-"
+    runs = len(side.get("runs_s") or [])
+    if 0 < runs < 3:
+        return "%s (%d run%s)" % (fmt_s(side["median_s"]), runs, "" if runs == 1 else "s")
+    return fmt_s(side["median_s"])
+
+
 def naive_cell(naive):
     """The naive column: a measured median, or a prediction marked as such."""
     if not naive:
         return "-"
     if naive.get("median_s") is not None:
-        return fmt_s(naive["median_s"])
+        return measured_cell(naive)
     if naive.get("predicted_s") is not None:
         return "not measured (predicted ~%s s)" % fmt_s(naive["predicted_s"])
     return "not measured"
@@ -103,7 +113,7 @@ def render_markdown(results):
         r = ratio(naive.get("median_s"), ours.get("median_s")) if measured else None
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             job, "%d %s" % (row["n"], row.get("unit", "")) if row.get("unit") else row["n"],
-            fmt_s(ours.get("median_s")), naive_cell(naive), "%.1fx" % r if r is not None else "-",
+            measured_cell(ours), naive_cell(naive), "%.1fx" % r if r is not None else "-",
             _requests(ours), _requests(naive) if measured else "-",
             ours.get("changed", "-") if ours.get("changed") is not None else "-",
             ours.get("rerun_writes", "-") if ours.get("rerun_writes") is not None else "-"))

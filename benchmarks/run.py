@@ -20,7 +20,11 @@ counted apart. A naive run predicted (from the per-object rate of the largest sm
 longer than ``--naive-budget`` seconds is not run: it is recorded as a prediction, never as a measurement.
 
     PYTHONPATH=tests .venv/bin/python benchmarks/run.py [--jobs preflight,owner_references,...]
-        [--sizes 10,100,1000,5000] [--repeat 3] [--naive-budget 600]
+        [--sizes 10,100,1000,5000] [--repeat 3] [--naive-budget 600] [--contenders ours,naive]
+
+``--contenders naive`` (or ``ours``) runs one side only and keeps the other side's figures of results.json (each
+side says when it was measured, and the load average then): the naive loops at large N take hours, so they are
+measured in runs of their own.
 
 Uses the control plane of LOCALCP_RUN_DIR when set, else starts one (and stops it at the end). Results are
 merged (per job and size) into benchmarks/results/results.json, and results.md and results.png are rendered
@@ -547,9 +551,10 @@ def log(msg):
     print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
 
 
-def run_job(name, cluster, sizes, repeat, budget, workroot, previous=None):
+def run_job(name, cluster, sizes, repeat, budget, workroot, previous=None, contenders=("ours", "naive")):
     """Yields (N, row) per size. ``previous``: this job's rows of an earlier run, whose measured naive medians
-    the predictions start from too (a run of only the larger sizes)."""
+    the predictions start from too (a run of only the larger sizes). A contender left out of ``contenders`` is
+    not run: its figures of ``previous`` are kept (each keeps its own ``measured_at``)."""
     job = JOBS[name](cluster, Path(tempfile.mkdtemp(prefix=name + "-", dir=str(workroot))))
     naive_measured = dict((int(n), row["naive"]["median_s"]) for n, row in (previous or {}).items()
                           if (row.get("naive") or {}).get("median_s") is not None)
@@ -560,25 +565,34 @@ def run_job(name, cluster, sizes, repeat, budget, workroot, previous=None):
             continue
         done.add(n)
         row = {"n": n, "unit": job.unit}
+        kept = (previous or {}).get(str(n)) or {}
         log("%s N=%d: setup" % (name, n))
         started = time.monotonic()
         job.setup(n)
         row["setup_s"] = round(time.monotonic() - started, 1)
         try:
             runs, reruns = [], []
-            for rep in range(repeat):
+            for rep in range(repeat if "ours" in contenders else 0):
                 m, rerun = job.ours(rep)
                 job.check(m, rerun)
                 runs.append(m)
                 reruns.append(rerun)
                 log("%s N=%d ours #%d: %.2fs, %d reads / %d writes; re-run %d writes" % (
                     name, n, rep + 1, m["wall_s"], m["reads"], m["writes"], rerun["writes"]))
-            row["ours"] = summarise(runs)
-            row["ours"]["rerun_writes"] = max(r["writes"] for r in reruns)
-            row["ours"]["rerun_reads"] = reruns[-1]["reads"]
-            row["ours"]["rerun_median_s"] = round(report.median([r["wall_s"] for r in reruns]), 2)
+            if runs:
+                row["ours"] = summarise(runs)
+                row["ours"]["rerun_writes"] = max(r["writes"] for r in reruns)
+                row["ours"]["rerun_reads"] = reruns[-1]["reads"]
+                row["ours"]["rerun_median_s"] = round(report.median([r["wall_s"] for r in reruns]), 2)
+                row["ours"]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                row["ours"]["loadavg_end"] = os.getloadavg()
+            elif kept.get("ours"):
+                row["ours"] = kept["ours"]
             skip, predicted, base = report.should_skip(naive_measured, n, budget)
-            if skip:
+            if "naive" not in contenders:
+                if kept.get("naive"):
+                    row["naive"] = kept["naive"]
+            elif skip:
                 row["naive"] = {"predicted_s": round(predicted, 1), "from_n": base, "prediction": True,
                                 "not_measured": "predicted %.0f s > budget %.0f s (per-object rate at N=%d)" % (
                                     predicted, budget, base)}
@@ -591,6 +605,8 @@ def run_job(name, cluster, sizes, repeat, budget, workroot, previous=None):
                     log("%s N=%d naive #%d: %.2fs, %d reads / %d writes" % (
                         name, n, rep + 1, m["wall_s"], m["reads"], m["writes"]))
                 row["naive"] = summarise(nruns)
+                row["naive"]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                row["naive"]["loadavg_end"] = os.getloadavg()
                 if predicted is not None:
                     row["naive"]["predicted_before_run_s"] = round(predicted, 1)
                 naive_measured[n] = row["naive"]["median_s"]
@@ -609,6 +625,8 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--naive-budget", type=float, default=600.0,
                         help="seconds; a naive run predicted to take longer is not run (recorded as a prediction)")
+    parser.add_argument("--contenders", default="ours,naive",
+                        help="which to run: ours, naive or both; the other one's figures of results.json are kept")
     parser.add_argument("--results", default=str(RESULTS))
     parser.add_argument("--render-only", action="store_true", help="only render results.md/.png from results.json")
     parser.add_argument("--merge", action="append", default=[], metavar="RESULTS_JSON",
@@ -632,6 +650,9 @@ def main(argv=None):
         if unknown:
             parser.error("unknown job(s) %s; known: %s" % (", ".join(unknown), ", ".join(JOBS)))
         sizes = sorted(int(s) for s in args.sizes.split(","))
+        contenders = tuple(c for c in args.contenders.split(",") if c)
+        if not contenders or set(contenders) - {"ours", "naive"}:
+            parser.error("--contenders: ours, naive or ours,naive")
         os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", collections_path())
         cp, own = control_plane()
         workroot = HERE / "work"
@@ -639,13 +660,13 @@ def main(argv=None):
         meta = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "argv": sys.argv[1:],
                 "command": "benchmarks/run.py " + " ".join(sys.argv[1:]), "loadavg_start": os.getloadavg(),
                 "cpus": os.cpu_count(), "python": platform.python_version(), "jobs": jobs, "sizes": sizes,
-                "repeat": args.repeat, "naive_budget_s": args.naive_budget}
+                "repeat": args.repeat, "naive_budget_s": args.naive_budget, "contenders": list(contenders)}
         started = time.monotonic()
         try:
             for name in jobs:
                 results["jobs"].setdefault(name, {})
                 for n, row in run_job(name, Cluster(cp), sizes, args.repeat, args.naive_budget, workroot,
-                                      previous=dict(results["jobs"][name])):
+                                      previous=dict(results["jobs"][name]), contenders=contenders):
                     row["loadavg_end"] = os.getloadavg()
                     row["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
                     results["jobs"][name][str(n)] = row

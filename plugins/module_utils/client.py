@@ -34,6 +34,11 @@ except ImportError:  # pragma: no cover - reported by the module through missing
 
 FIELD_MANAGER = "calico-ops"
 DEFAULT_PAGE_SIZE = 500
+# Metadata only (kubectl's own trick for ownerReferences and garbage collection): the server sends
+# PartialObjectMetadata, never an object's content (a Secret's data, a ConfigMap's). A server that does not
+# know the form (an older aggregated API) answers with the plain JSON of the second choice.
+ACCEPT_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+ACCEPT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 
 class ClientError(Exception):
@@ -99,11 +104,11 @@ class Client(object):
 
     # -- transport -------------------------------------------------------------------------------
 
-    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False):
+    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False, accept=None):
         """Send one request; return the decoded JSON body (or None); raise ClientError.
 
         ``dry_run=True`` marks a server-side dry run (``dryRun=All`` is forced): it persists nothing, so it
-        is allowed in check mode.
+        is allowed in check mode. ``accept``: the Accept header (default ``application/json``).
         """
         method = method.upper()
         mutating = method not in ("GET", "HEAD")
@@ -112,7 +117,7 @@ class Client(object):
         elif mutating and self.check_mode:
             raise ReadOnlyViolation("check mode: refusing %s %s" % (method, path))
         self.requests["dry_run" if dry_run else ("write" if mutating else "read")] += 1
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept or "application/json"}
         query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
         try:
             resp = self._dyn.request(method, path, body=body, serialize=False,
@@ -145,29 +150,40 @@ class Client(object):
 
     # -- reads -------------------------------------------------------------------------------------
 
-    def get(self, api_version, plural, name, namespace=None):
-        """One object, or None when it does not exist."""
+    def get(self, api_version, plural, name, namespace=None, metadata_only=False):
+        """One object, or None when it does not exist. ``metadata_only``: only apiVersion, kind and metadata
+        (PartialObjectMetadata), when the server can."""
         try:
-            return self.request("GET", api_path(api_version, plural, namespace, name))
+            return self.request("GET", api_path(api_version, plural, namespace, name),
+                                accept=ACCEPT_METADATA if metadata_only else None)
         except ClientError as exc:
             if exc.status == 404:
                 return None
             raise
 
     def list(self, api_version, plural, namespace=None, label_selector=None, field_selector=None,
-             page_size=DEFAULT_PAGE_SIZE):
-        """Every object of a type, following ``continue`` tokens: one request per page."""
+             page_size=DEFAULT_PAGE_SIZE, metadata_only=False):
+        """Every object of a type, following ``continue`` tokens: one request per page.
+
+        ``metadata_only``: each item is only its metadata (PartialObjectMetadataList, when the server can);
+        ``apiVersion`` and ``kind`` are then those of the type listed (``kind`` only when the server said it:
+        a metadata list does not)."""
         items = []
         token = None
         path = api_path(api_version, plural, namespace)
         while True:
             page = self.request("GET", path, query={"limit": page_size, "continue": token,
                                                     "labelSelector": label_selector,
-                                                    "fieldSelector": field_selector})
+                                                    "fieldSelector": field_selector},
+                                accept=ACCEPT_METADATA_LIST if metadata_only else None)
             kind = (page.get("kind") or "").replace("List", "")
+            partial = kind == "PartialObjectMetadata"
             for item in page.get("items") or []:
+                if partial:
+                    item.pop("apiVersion", None)
+                    item.pop("kind", None)
                 item.setdefault("apiVersion", api_version)
-                if kind:
+                if kind and not partial:
                     item.setdefault("kind", kind)
                 items.append(item)
             token = (page.get("metadata") or {}).get("continue")

@@ -11,6 +11,12 @@ managers to take over are given (the role passes the ones that applied the insta
 
 ``handover`` is pure (unit-tested); ``run`` reads each object once and, when it has something to hand over,
 replaces ``metadata.managedFields`` with a JSON patch guarded by the object's resourceVersion.
+
+A handover is a write of its own, so it is made only where the apply would otherwise leave something behind:
+when the whole document is given, a server-side dry run of its apply (force, our manager) shows who would own
+what afterwards; if every field the other managers would still own is one the new document sets too (shared
+ownership, nothing left behind), the object is left to the apply alone. A dry run that fails (a type not served
+yet, an invalid document) changes nothing: the handover is made as before.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,7 +26,7 @@ __metaclass__ = type
 import copy
 import time
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError, api_path
 
 RETRIES = 3
 
@@ -74,6 +80,53 @@ def handover(managed_fields, from_managers, to_manager, api_version, now=None):
     else:
         keep[keep.index(None)] = merged
     return keep, adopted
+
+
+def covers(ours, theirs):
+    """True when every field path of ``theirs`` (a ``fieldsV1`` set) is in ``ours`` too."""
+    for key, value in (theirs or {}).items():
+        if key not in (ours or {}):
+            return False
+        if isinstance(value, dict) and value and not covers((ours or {}).get(key) or {}, value):
+            return False
+    return True
+
+
+def left_behind(managed_fields, from_managers, to_manager):
+    """The ``fieldsV1`` set that ``from_managers`` own on the main resource and ``to_manager``'s Apply entry does
+    not (``{}`` when nothing): what an apply by ``to_manager`` would leave in place if the document dropped it."""
+    ours, theirs = {}, {}
+    for entry in managed_fields or []:
+        if entry.get("subresource"):
+            continue
+        if entry.get("manager") == to_manager and entry.get("operation") == "Apply":
+            ours = merge_fields(ours, entry.get("fieldsV1"))
+        elif entry.get("manager") in (from_managers or []):
+            theirs = merge_fields(theirs, entry.get("fieldsV1"))
+    return {} if covers(ours, theirs) else theirs
+
+
+def _whole_document(obj):
+    return any(k not in ("apiVersion", "kind", "metadata") for k in obj or {})
+
+
+def _apply_would_leave_behind(client, api_version, plural, obj, namespace, from_managers, to_manager):
+    """True/False from a server-side dry run of the apply; None when the dry run could not tell."""
+    body = dict((k, v) for k, v in obj.items() if k != "status")
+    body["metadata"] = dict((k, v) for k, v in (obj.get("metadata") or {}).items()
+                            if k not in ("managedFields", "resourceVersion", "uid", "creationTimestamp"))
+    if namespace:
+        body["metadata"]["namespace"] = namespace
+    try:
+        after = client.request("PATCH", api_path(api_version, plural, namespace, body["metadata"]["name"]),
+                               body=body, content_type="application/apply-patch+yaml", dry_run=True,
+                               query={"fieldManager": to_manager, "force": "true"})
+    except ClientError:
+        return None
+    fields = ((after or {}).get("metadata") or {}).get("managedFields")
+    if not fields:
+        return None
+    return bool(left_behind(fields, from_managers, to_manager))
 
 
 def managers(managed_fields):
@@ -134,7 +187,7 @@ def run(client, objects, from_managers, to_manager, diff=False):
     resolver = Resolver(client)
     prefetched = _prefetch(client, resolver, objects)
     report, diffs = [], []
-    counts = {"objects": 0, "adopted": 0, "absent": 0, "unchanged": 0, "unknown_type": 0}
+    counts = {"objects": 0, "adopted": 0, "absent": 0, "unchanged": 0, "unknown_type": 0, "covered": 0}
     for obj in objects or []:
         meta = obj.get("metadata") or {}
         api_version, kind, name = obj.get("apiVersion"), obj.get("kind"), meta.get("name")
@@ -165,6 +218,12 @@ def run(client, objects, from_managers, to_manager, diff=False):
             if not adopted:
                 counts["unchanged"] += 1
                 item["action"] = "nothing to adopt"
+                break
+            if attempt == 0 and _whole_document(obj) and _apply_would_leave_behind(
+                    client, api_version, plural, obj, namespace, from_managers, to_manager) is False:
+                counts["covered"] += 1
+                item["action"] = "covered by the apply"
+                item["shared_with"] = adopted
                 break
             item["adopted_from"] = adopted
             ops = [{"op": "test", "path": "/metadata/resourceVersion",

@@ -178,7 +178,7 @@ class Runner(object):
                 if exc.status not in (409, 422):
                     raise
                 last_error = exc
-            obj = self.client.get(res.api_version, res.plural, name, namespace=namespace)
+            obj = self.client.get(res.api_version, res.plural, name, namespace=namespace, metadata_only=True)
             if obj is None or (obj.get("metadata") or {}).get("uid") != uid:
                 return None, None, None
         raise last_error
@@ -193,7 +193,7 @@ class Runner(object):
         self.unlistable.extend(f.as_dict() for f in discovery.failures)
         for res in discovery.listable():
             try:
-                items = self.client.list(res.api_version, res.plural, page_size=self.page_size)
+                items = self.client.list(res.api_version, res.plural, page_size=self.page_size, metadata_only=True)
             except ClientError as exc:
                 if exc.status == 404:
                     continue  # the type went away between discovery and LIST: it holds no objects
@@ -385,7 +385,7 @@ class Runner(object):
                 continue
             try:
                 items = self.client.list(res.api_version, res.plural, namespace=namespace,
-                                         page_size=self.page_size)
+                                         page_size=self.page_size, metadata_only=True)
             except ClientError:
                 continue  # fall back to one GET per dependent
             out[(api_version, kind, namespace)] = dict(
@@ -410,7 +410,7 @@ class Runner(object):
                     kind, name, dep.get("kind"), dep.get("name"))
         ident = (api_version, kind, namespace, name)
         if ident not in owners:
-            owner = self.client.get(api_version, res.plural, name, namespace=namespace)
+            owner = self.client.get(api_version, res.plural, name, namespace=namespace, metadata_only=True)
             owners[ident] = ((owner or {}).get("metadata") or {}).get("uid")
         uid = owners[ident]
         if not uid:
@@ -432,7 +432,8 @@ class Runner(object):
         if listed is not None:
             obj = listed.get(dep["uid"])
         else:
-            obj = self.client.get(res.api_version, res.plural, dep["name"], namespace=dep.get("namespace"))
+            obj = self.client.get(res.api_version, res.plural, dep["name"], namespace=dep.get("namespace"),
+                                  metadata_only=True)
         if obj is None or (obj.get("metadata") or {}).get("uid") != dep["uid"]:
             self.counts["dependents_gone"] += 1
             self._report_dep(dep, "gone", [store.get(k)["ownerReference"] for k in keys])

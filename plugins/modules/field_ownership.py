@@ -22,13 +22,21 @@ description:
     with a JSON patch guarded by the object's resourceVersion. A following server-side apply by
     O(to_manager) then removes what the new manifest no longer has. This is what
     C(kubectl apply --server-side) does for client-side-applied objects.
+  - A handover is a write of its own, so it is made only where it matters. When an object of O(objects) is a
+    whole document (more than C(apiVersion), C(kind) and C(metadata)), a server-side dry run of its apply
+    (forced, by O(to_manager)) shows who would own which field afterwards. When every field O(from_managers)
+    would still own is set by the document too (shared, so nothing would be left behind), the object is
+    reported as C(covered by the apply) and not written; the apply alone is enough. A dry run that fails
+    changes nothing, and the handover is made.
   - Objects that do not exist, and types the server does not serve yet, are reported and skipped. Fields of
     managers not listed (user changes made with C(kubectl edit), controllers) are left alone.
 author:
   - calico_ops maintainers (@calico-ops)
 options:
   objects:
-    description: The manifests whose live objects to adopt (only C(apiVersion), C(kind) and C(metadata) are used).
+    description:
+      - The manifests whose live objects to adopt. C(apiVersion), C(kind) and C(metadata) name the object; a whole
+        document is also dry-run applied to see whether the handover is needed at all.
     type: list
     elements: dict
     required: true
@@ -72,17 +80,20 @@ EXAMPLES = r"""
 
 RETURN = r"""
 objects:
-  description: Each object with the action taken (adopted, would adopt, nothing to adopt, absent, type not served yet).
+  description:
+    - Each object with the action taken (adopted, would adopt, covered by the apply, nothing to adopt, absent,
+      type not served yet).
   returned: always
   type: list
   elements: dict
   sample: [{apiVersion: apps/v1, kind: DaemonSet, namespace: kube-system, name: calico-node, action: adopted,
             adopted_from: [kubectl-client-side-apply]}]
 counts:
-  description: Objects seen, adopted, absent, unchanged and of types not served.
+  description: Objects seen, adopted, covered by the apply (no handover needed), absent, unchanged and of types
+    not served.
   returned: always
   type: dict
-  sample: {objects: 42, adopted: 40, absent: 2, unchanged: 0, unknown_type: 0}
+  sample: {objects: 42, adopted: 3, covered: 37, absent: 2, unchanged: 0, unknown_type: 0}
 """
 
 import traceback

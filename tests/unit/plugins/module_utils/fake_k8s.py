@@ -8,6 +8,8 @@ the unit tests run the real ``Client`` (paths, pagination, check-mode refusal, e
 * objects: GET, LIST (``limit``/``continue``, ``labelSelector`` ``k=v``), POST, PUT (resourceVersion
   precondition), PATCH with ``application/json-patch+json`` (add/replace/remove/test, 422 on a failed test),
   DELETE;
+* server-side apply only as a dry run, answered by the test's ``on_dry_apply(live, body)`` (422 without it);
+* ``Accept: ...;as=PartialObjectMetadata[List]``: only the metadata, as the API server answers it;
 * hooks: ``before_write(method, path, body)`` may change state or raise, to play a concurrent writer or a
   crash; every request is logged in ``log``.
 """
@@ -42,7 +44,9 @@ class FakeDynamic(object):
         self.failing = {}      # "group/version" -> (status, reason)
         self.list_failing = {}  # "group/version/plural" -> (status, reason)
         self.log = []
+        self.accepts = []      # (method, path, Accept header)
         self.before_write = None
+        self.on_dry_apply = None  # (live object, applied body) -> the dry run's answer
         self.rv = 100
 
     # -- setup -------------------------------------------------------------------------------------
@@ -95,9 +99,26 @@ class FakeDynamic(object):
     def request(self, method, path, body=None, **params):
         query = dict(params.get("query_params") or [])
         self.log.append((method, path, query))
+        accept = (params.get("header_params") or {}).get("Accept") or ""
+        self.accepts.append((method, path, accept))
         if method != "GET" and self.before_write is not None:
             self.before_write(method, path, body)
-        return _Resp(self._handle(method, path, body, query, params.get("content_type")))
+        out = self._handle(method, path, body, query, params.get("content_type"))
+        if method == "GET" and "as=PartialObjectMetadata" in accept and isinstance(out, dict):
+            out = self._metadata_only(out)
+        return _Resp(out)
+
+    @staticmethod
+    def _metadata_only(out):
+        """What the API server answers to ``Accept: ...;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1``."""
+        if "items" in out:
+            return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": out["metadata"],
+                    "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                               "metadata": copy.deepcopy(i.get("metadata") or {})} for i in out["items"]]}
+        if "metadata" in out and out.get("kind") not in ("APIResourceList", "APIGroupList", "APIVersions"):
+            return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": copy.deepcopy(out["metadata"])}
+        return out
 
     def _discovery(self, path):
         if path == "/api":
@@ -190,6 +211,13 @@ class FakeDynamic(object):
             body = copy.deepcopy(body)
             body["metadata"]["uid"] = current["metadata"]["uid"]
             return self.put(api_version, plural, body)
+        if method == "PATCH" and content_type == "application/apply-patch+yaml":
+            # no server-side apply here: only its dry run, answered by the test's ``on_dry_apply(live, body)``
+            assert query.get("dryRun") == "All", "the fake only dry-runs server-side apply"
+            answer = self.on_dry_apply(copy.deepcopy(current), body) if self.on_dry_apply else None
+            if answer is None:
+                raise _error(422, "Unprocessable Entity", "the fake cannot apply this")
+            return answer
         if method == "PATCH":
             assert content_type == "application/json-patch+json", content_type
             patched = apply_json_patch(current, body)

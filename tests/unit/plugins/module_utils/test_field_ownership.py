@@ -66,7 +66,7 @@ def test_run_patches_with_a_resource_version_guard_and_skips_absent_objects():
                {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "x"}}]
     result = fo.run(client, objects, ["test-setup"], "calico-ops")
     assert result["changed"] and result["counts"] == {"objects": 3, "adopted": 1, "absent": 1, "unchanged": 0,
-                                                      "unknown_type": 1}
+                                                      "unknown_type": 1, "covered": 0}
     assert len(writes) == 1
     method, path, ops = writes[0]
     assert method == "PATCH" and path.endswith("/namespaces/kube-system/daemonsets/calico-node")
@@ -128,3 +128,72 @@ def test_several_objects_of_a_type_are_read_with_one_list():
     assert result["counts"]["adopted"] == 5 and result["counts"]["absent"] == 1
     gets = [entry_ for entry_ in fake.log if entry_[0] == "GET" and "customresourcedefinitions" in entry_[1]]
     assert len(gets) == 1 and gets[0][1].endswith("/customresourcedefinitions"), gets
+
+
+def test_covers_and_left_behind():
+    both = fo.merge_fields(INIT, IMAGE)
+    assert fo.covers(both, INIT) and fo.covers(both, IMAGE) and fo.covers(INIT, {})
+    assert not fo.covers(IMAGE, INIT) and not fo.covers(INIT, both)
+    shared = [entry("calico-ops", both), entry("kubectl-client-side-apply", IMAGE, "Update"),
+              entry("kube-controller-manager", STATUS, "Update", "status")]
+    assert fo.left_behind(shared, ["kubectl-client-side-apply"], "calico-ops") == {}
+    stale = [entry("calico-ops", IMAGE), entry("kubectl-client-side-apply", both, "Update")]
+    assert fo.left_behind(stale, ["kubectl-client-side-apply"], "calico-ops") == both
+    # an Update entry of our own name is not an apply: it removes nothing
+    assert fo.left_behind([entry("calico-ops", both, "Update"), entry("test-setup", INIT)], ["test-setup"],
+                          "calico-ops") == INIT
+
+
+def _whole(image):
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "calico-node", "namespace": "kube-system"},
+            "spec": {"template": {"spec": {"containers": [{"name": "calico-node", "image": image}]}}}}
+
+
+def _fake_with(fields_after_apply):
+    fake = FakeDynamic()
+    fake.add_type("apps/v1", "daemonsets", "DaemonSet")
+    fake.put("apps/v1", "daemonsets", daemonset())
+    applied = []
+
+    def dry_apply(live, body):
+        applied.append(body)
+        live["metadata"]["managedFields"] = fields_after_apply
+        return live
+    fake.on_dry_apply = dry_apply
+    return fake, applied
+
+
+def test_no_handover_write_when_the_new_document_sets_every_field_the_installer_owns():
+    fake, applied = _fake_with([entry("calico-ops", fo.merge_fields(INIT, IMAGE)), entry("test-setup", INIT)])
+    result = fo.run(client_for(fake), [_whole("calico/node:v3.31.4")], ["test-setup"], "calico-ops")
+    assert result["counts"]["covered"] == 1 and result["counts"]["adopted"] == 0 and not result["changed"]
+    assert result["objects"][0]["action"] == "covered by the apply"
+    assert [e for e in fake.log if e[0] != "GET" and e[2].get("dryRun") != "All"] == []
+    assert applied and applied[0]["spec"]["template"]["spec"]["containers"][0]["image"] == "calico/node:v3.31.4"
+    dry = [e for e in fake.log if e[0] == "PATCH"]
+    assert dry and dry[0][2]["fieldManager"] == "calico-ops" and dry[0][2]["force"] == "true"
+
+
+def test_handover_when_the_new_document_drops_a_field_the_installer_owns():
+    # after the apply the installer would still own the init container alone: the release dropped it
+    fake, _applied = _fake_with([entry("calico-ops", IMAGE), entry("test-setup", INIT)])
+    result = fo.run(client_for(fake), [_whole("calico/node:v3.31.4")], ["test-setup"], "calico-ops")
+    assert result["counts"]["adopted"] == 1 and result["objects"][0]["adopted_from"] == ["test-setup"]
+    live = fake.objects["apps/daemonsets"][("kube-system", "calico-node")]
+    assert [e["manager"] for e in live["metadata"]["managedFields"]] == ["calico-ops"]
+
+
+def test_a_failed_dry_run_means_the_handover_is_made():
+    fake = FakeDynamic()
+    fake.add_type("apps/v1", "daemonsets", "DaemonSet")
+    fake.put("apps/v1", "daemonsets", daemonset())  # no on_dry_apply: the dry run answers 422
+    result = fo.run(client_for(fake), [_whole("calico/node:v3.31.4")], ["test-setup"], "calico-ops")
+    assert result["counts"]["adopted"] == 1
+
+
+def test_check_mode_dry_runs_and_reports_covered_objects_without_writing():
+    fake, _applied = _fake_with([entry("calico-ops", fo.merge_fields(INIT, IMAGE)), entry("test-setup", INIT)])
+    result = fo.run(client_for(fake, check_mode=True), [_whole("calico/node:v3.31.4")], ["test-setup"], "calico-ops")
+    assert result["objects"][0]["action"] == "covered by the apply"
+    live = fake.objects["apps/daemonsets"][("kube-system", "calico-node")]
+    assert [e["manager"] for e in live["metadata"]["managedFields"]] == ["test-setup"]

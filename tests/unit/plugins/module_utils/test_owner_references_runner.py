@@ -431,3 +431,30 @@ def test_a_dependent_deleted_while_detaching_is_reported_gone(tmp_path):
     result = w.runner(tmp_path).detach()
     assert [o["action"] for o in result["objects"] if o["name"] == "cm1"] == ["gone"]
     assert result["counts"]["failed"] == 0 and result["counts"]["detached"] == 6
+
+
+def test_objects_are_read_as_metadata_only_so_no_secret_data_is_ever_received(tmp_path):
+    """Every read of an object (scan, owner lookup, dependent re-read) asks for PartialObjectMetadata: a Secret's
+    data never reaches the module (the fake answers the header as the API server does)."""
+    world = World()
+    world.dyn.put("v1", "secrets", {"metadata": {"name": "creds", "namespace": "b",
+                                                 "ownerReferences": [ref(world.np_b)]},
+                                    "data": {"password": "c2VjcmV0"}})
+    runner = world.runner(tmp_path)
+    result = runner.run("detached")
+    assert ("v1", "secrets", "b", "creds") in [
+        (d["apiVersion"], d["resource"], d.get("namespace"), d["name"])
+        for d in (e["dependent"] for e in runner.store.entries.values())]
+    world.recreate_owners()
+    world.runner(tmp_path).run("attached")
+
+    def is_own(path):  # the module's own record (ConfigMaps in kube-system) and the cluster's identity
+        return path.startswith("/api/v1/namespaces/kube-system/configmaps") or path == "/api/v1/namespaces/kube-system"
+    object_reads = [(m, p, a) for m, p, a in world.dyn.accepts
+                    if m == "GET" and len([x for x in p.split("/") if x]) > (3 if p.startswith("/apis/") else 2)
+                    and not is_own(p)]
+    assert any("/secrets" in p for _m, p, _a in object_reads), "the runner read no Secrets"
+    assert [r for r in object_reads if "as=PartialObjectMetadata" not in r[2]] == []
+    assert "c2VjcmV0" not in json.dumps(result, default=str)
+    assert world.dyn.obj("v1", "secrets", "creds", "b")["data"] == {"password": "c2VjcmV0"}
+    assert calico_refs(world.refs("v1", "secrets", "b", "creds"))[0]["uid"] == world.np_b["metadata"]["uid"]
