@@ -120,6 +120,33 @@ def render_markdown(results):
     return "\n".join(lines) + "\n"
 
 
+def _when(side, row):
+    at = side.get("measured_at") or row.get("measured_at")
+    load = side.get("loadavg_end") or row.get("loadavg_end")
+    if not at:
+        return "-"
+    return "%s (load %.1f)" % (at.replace("+00:00", "Z"), load[0]) if load else at
+
+
+def render_accounting(results):
+    """Where ours' writes go (objects changed once each, field handovers, its own record) and when each side was
+    measured, at which load average (1 min, at the end of the size)."""
+    lines = [
+        "| job | N | ours writes | objects changed | handover writes | record writes | ours measured | "
+        "naive measured |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for job, row in sorted_rows(results):
+        ours, naive = row.get("ours") or {}, row.get("naive") or {}
+        if ours.get("writes") is None:
+            continue
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            job, row["n"], ours["writes"], ours.get("changed", "-"), ours.get("handover_writes", 0),
+            ours.get("record_writes", 0), _when(ours, row),
+            _when(naive, row) if naive.get("median_s") is not None else "not measured"))
+    return "\n".join(lines) + "\n"
+
+
 def plot_series(results):
     """Per job: ours measured points, naive measured points, naive predicted points, as (N, seconds) lists."""
     out = {}

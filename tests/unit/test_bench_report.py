@@ -117,3 +117,17 @@ def test_fewer_than_three_runs_are_said_in_the_cell():
     assert report.measured_cell({"runs_s": [1.0, 2.0, 3.0], "median_s": 2.0}) == "2.00"
     assert report.measured_cell({}) == "-"
     assert report.naive_cell({"runs_s": [50.0], "median_s": 50.0}) == "50.0 (1 run)"
+
+
+def test_accounting_table_says_where_writes_go_and_when_each_side_was_measured():
+    results = {"jobs": {"upgrade": {"3": {
+        "n": 3, "unit": "nodes", "ours": {"writes": 34, "changed": 28, "handover_writes": 2, "record_writes": 4,
+                                          "measured_at": "2026-11-22T10:42:30+00:00", "loadavg_end": [1.5, 1, 1]},
+        "naive": {"median_s": 20.0, "runs_s": [20.0], "measured_at": "2026-11-22T11:00:00+00:00",
+                  "loadavg_end": [0.7, 1, 1]}}},
+        "owner_references": {"5000": {"n": 5000, "ours": {"writes": 10072, "changed": 10000, "record_writes": 72},
+                                      "naive": {"predicted_s": 5800.0}}}}}
+    table = report.render_accounting(results).splitlines()
+    assert table[2] == "| owner_references | 5000 | 10072 | 10000 | 0 | 72 | - | not measured |"
+    assert table[3] == ("| upgrade | 3 | 34 | 28 | 2 | 4 | 2026-11-22T10:42:30Z (load 1.5) | "
+                        "2026-11-22T11:00:00Z (load 0.7) |")
