@@ -310,7 +310,8 @@ class HostEndpointMigration(Job):
         by = m["writes_by_resource"]
         target = by.get("nodes", 0) + by.get("hostendpoints", 0) + by.get("kubecontrollersconfigurations", 0)
         # one label patch per node, one delete per old endpoint, KubeControllersConfiguration once
-        assert target == 2 * self.n + 1, by
+        assert target == 2 * self.n + 1, ("writes to nodes/host endpoints/KubeControllersConfiguration", target,
+                                          "expected", 2 * self.n + 1, by, "reads", m["reads"], "wall", m["wall_s"])
         m.update({"changed": 2 * self.n + 1, "record_writes": m["writes"] - target})
         return m, again
 
