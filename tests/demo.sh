@@ -1,38 +1,46 @@
 #!/usr/bin/env bash
-# `make demo`: the main job on the embedded default. Starts the local control plane, runs the eBPF install
-# (preflight included) against it when the playbook exists, prints what it did, and tears it down.
+# `make demo`: the main job on the embedded default. Starts a kubeadm-shaped local control plane (kube-proxy
+# DaemonSet and ConfigMap as kubeadm creates them), runs the eBPF install (preflight included) against it with the
+# real Tigera operator running behind its Deployment, prints what the cluster reports, and tears it down.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BIN=$ROOT/.venv/bin
 export PATH="$BIN:$PATH" PYTHONPATH="$ROOT/tests" ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections"
 
-echo "==> starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)"
-envs=$("$BIN/python" -m localcp up) || { echo "error: the local control plane did not start"; exit 1; }
+echo "==> starting a kubeadm-shaped local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok,"
+echo "    and the pod runner that runs the real Tigera operator, calico-kube-controllers and calico-apiserver)"
+envs=$("$BIN/python" -m localcp up --shape kubeadm) || { echo "error: the local control plane did not start"; exit 1; }
 eval "$envs"
 trap 'echo "==> stopping the local control plane"; "$BIN/python" -m localcp down --dir "$LOCALCP_RUN_DIR"' EXIT
 
 echo "==> kube-apiserver $(kubectl version -o json | "$BIN/python" -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])') at $(kubectl config view -o jsonpath='{.clusters[0].cluster.server}')"
-echo "==> nodes (simulated by kwok)"
+echo "==> nodes (simulated by kwok) and kube-proxy as kubeadm left it"
 kubectl get nodes -o wide
+kubectl get daemonset kube-proxy -n kube-system
 rc=0
-if [ -f playbooks/install_ebpf.yml ]; then
-  echo "==> ansible-playbook calico_ops.lifecycle.install_ebpf (open-source variant, eBPF, release files from $CALICO_OPS_MIRROR_URL)"
-  ansible-playbook -i inventories/local/hosts.yml playbooks/install_ebpf.yml \
-    -e ebpf_install_artifacts_dir="$ROOT/.build/demo" || rc=$?
-  echo "==> artifacts (downloaded files, edited custom-resources, preflight report): $ROOT/.build/demo"
-  echo "==> what is in the cluster now"
-  kubectl get configmap kubernetes-services-endpoint -n tigera-operator -o jsonpath='{.data}{"\n"}'
-  kubectl get installation default -o jsonpath='{"Installation default: linuxDataplane="}{.spec.calicoNetwork.linuxDataplane}{", variant="}{.spec.variant}{"\n"}'
-  kubectl get deployment,pods -n tigera-operator -o wide
-  kubectl get tigerastatus 2>/dev/null || true
-  echo "==> note: no Tigera operator process runs here (github.com/tigera/operator is not available from the Go"
-  echo "    module proxy this environment reaches), so nothing creates calico-node or reports TigeraStatus:"
-  echo "    the install stopped short of that wait on purpose (ebpf_install_wait: false in inventories/local)."
-elif [ -f playbooks/preflight.yml ]; then
-  echo "==> the install playbook is not there yet; running the eBPF preflight against the cluster"
-  ansible-playbook -i inventories/local/hosts.yml playbooks/preflight.yml || rc=$?
-else
-  echo "==> no install playbook yet: the control plane came up and the nodes above are Ready"
-fi
+echo "==> ansible-playbook calico_ops.lifecycle.install_ebpf (open-source variant, eBPF, release files from $CALICO_OPS_MIRROR_URL)"
+ansible-playbook -i inventories/local/hosts.yml playbooks/install_ebpf.yml \
+  -e ebpf_install_artifacts_dir="$ROOT/.build/demo" || rc=$?
+echo "==> artifacts (downloaded files, edited custom-resources, preflight report): $ROOT/.build/demo"
+echo "==> what the cluster reports now"
+echo "--- ConfigMap tigera-operator/kubernetes-services-endpoint"
+kubectl get configmap kubernetes-services-endpoint -n tigera-operator -o jsonpath='{.data}{"\n"}'
+echo "--- TigeraStatus (reported by the real operator)"
+kubectl get tigerastatus
+echo "--- Installation default and FelixConfiguration default"
+kubectl get installation default -o jsonpath='{"linuxDataplane="}{.spec.calicoNetwork.linuxDataplane}{", variant="}{.status.variant}{", calicoVersion="}{.status.calicoVersion}{"\n"}'
+kubectl get felixconfiguration default -o jsonpath='{"bpfEnabled="}{.spec.bpfEnabled}{"\n"}'
+echo "--- calico-node as the operator rendered it (API server endpoint given to calico-node)"
+kubectl get daemonset calico-node -n calico-system \
+  -o jsonpath='{range .spec.template.spec.containers[?(@.name=="calico-node")].env[?(@.name=="KUBERNETES_SERVICE_HOST")]}{.name}={.value}{"\n"}{end}{range .spec.template.spec.containers[?(@.name=="calico-node")].env[?(@.name=="KUBERNETES_SERVICE_PORT")]}{.name}={.value}{"\n"}{end}'
+kubectl get daemonset,deployment -n calico-system
+echo "--- kube-proxy (kept off the nodes)"
+kubectl get daemonset kube-proxy -n kube-system -o wide
+echo "--- real processes behind the pods (the rest of calico-system runs as kwok pods: calico-node needs a kernel)"
+"$BIN/python" - "$LOCALCP_RUN_DIR" <<'PY'
+import json, sys
+for p in json.load(open(sys.argv[1] + "/pods/processes.json")):
+    print(f"{p['component']:<24} {p['version']:<9} {p['namespace']}/{p['pod']:<45} pid {p['pid']} restarts {p['restarts']} {p['problem']}")
+PY
 exit $rc

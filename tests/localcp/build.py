@@ -23,8 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from .versions import (ETCD_MODULE, HELM_MODULE, HELM_VERSION, KUBERNETES_VERSION, KWOK_MODULE,
-                       KWOK_VERSION, OPERATOR_MODULE, OPERATOR_VERSION)
+from .versions import (CALICO_COMPONENTS, CALICO_VERSION, ETCD_MODULE, HELM_MODULE, HELM_VERSION,
+                       KUBERNETES_VERSION, KWOK_MODULE, KWOK_VERSION, OPERATOR_VERSION, OPERATOR_VERSIONS)
 
 
 class BuildError(RuntimeError):
@@ -121,33 +121,6 @@ def godebug_lines(gomod_text: str) -> list:
 def go_directive(gomod_text: str) -> str:
     m = re.search(r"^go\s+(\S+)", gomod_text, re.M)
     return m.group(1) if m else "1.24.0"
-
-
-def non_local_replaces(gomod_text: str) -> list:
-    """Replace directives of a go.mod whose target is a module (not a ./ or ../ path)."""
-    out = []
-    block = False
-    for raw in gomod_text.splitlines():
-        line = raw.split("//")[0].strip()
-        if block:
-            if line == ")":
-                block = False
-                continue
-            body = line
-        elif line.startswith("replace ("):
-            block = True
-            continue
-        elif line.startswith("replace "):
-            body = line[len("replace "):]
-        else:
-            continue
-        if not body or "=>" not in body:
-            continue
-        target = body.split("=>", 1)[1].strip()
-        if target.startswith(".") or target.startswith("/"):
-            continue
-        out.append(f"replace {body}")
-    return out
 
 
 def _check_go_version(required: str, component: str) -> None:
@@ -265,55 +238,112 @@ def build_helm() -> Path:
     return _go_install(HELM_MODULE, "helm.sh/helm/v3/cmd/helm", ver, "helm", flags)
 
 
-def operator_dir() -> Path:
-    return cache_root() / f"tigera-operator-{OPERATOR_VERSION}"
+def third_party_dir() -> Path:
+    """Release sources the Go module proxy refuses (Tigera operator, its API modules, Calico's monorepo) with
+    their build scripts: ``CALICO_OPS_THIRD_PARTY_DIR``, ``../shared/third_party`` beside the repository, or
+    the folder an earlier run on this machine found (remembered in the cache, for clones elsewhere)."""
+    remembered = cache_root() / "third-party.source"
+    candidates = []
+    if os.environ.get("CALICO_OPS_THIRD_PARTY_DIR"):
+        candidates.append(Path(os.environ["CALICO_OPS_THIRD_PARTY_DIR"]))
+    candidates.append(Path(__file__).resolve().parents[2].parent / "shared" / "third_party")
+    if remembered.is_file():
+        candidates.append(Path(remembered.read_text().strip()))
+    for c in candidates:
+        if (c / "build-tigera-operator.sh").is_file() and (c / "build-calico-component.sh").is_file():
+            try:
+                remembered.parent.mkdir(parents=True, exist_ok=True)
+                remembered.write_text(str(c.resolve()))
+            except OSError:
+                pass
+            return c.resolve()
+    raise BuildError("third_party: the Tigera operator and Calico sources (github.com/tigera/operator and "
+                     "github.com/projectcalico/calico are refused by the Go module proxy) were looked for in "
+                     + ", ".join(str(c) for c in candidates)
+                     + "; set CALICO_OPS_THIRD_PARTY_DIR to a folder with build-tigera-operator.sh")
 
 
-def build_operator() -> Path:
-    """The Tigera operator, from a wrapper module that copies its non-local replaces."""
-    bindir = operator_dir()
+def _script(script: str, args: list, what: str) -> None:
+    """Run one of third_party's build scripts with the Go found here first on PATH."""
+    env_path = os.pathsep.join([str(Path(_go()).parent), os.environ.get("PATH", "")])
+    cmd = ["bash", str(third_party_dir() / script)] + [str(a) for a in args]
+    log(f"{what}: {' '.join(cmd)} (a few minutes on 2 cores)")
+    start = time.monotonic()
+    env = _go_env()
+    env["PATH"] = env_path
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise BuildError(f"{what} failed (exit {proc.returncode}):\n"
+                         + "\n".join((proc.stdout + proc.stderr).splitlines()[-40:]))
+    log(f"{what}: done in {int(time.monotonic() - start)}s")
+
+
+def operator_dir(version: str = OPERATOR_VERSION) -> Path:
+    return cache_root() / f"tigera-operator-{version}"
+
+
+def build_operator(version: str = OPERATOR_VERSION) -> Path:
+    """One Tigera operator release, with third_party's build-tigera-operator.sh, into the cache."""
+    if version not in OPERATOR_VERSIONS:
+        raise BuildError(f"tigera-operator {version}: no sources for it (known: {', '.join(OPERATOR_VERSIONS)})")
+    bindir = operator_dir(version)
     if _have(bindir, ["operator"]):
         return bindir
-    version = OPERATOR_VERSION
     work = cache_root() / "build" / f"tigera-operator-{version}"
-    work.mkdir(parents=True, exist_ok=True)
-    gomod = _module_gomod(OPERATOR_MODULE, version, work).read_text()
-    _check_go_version(go_directive(gomod), OPERATOR_MODULE)
-    lines = ["module calico-ops.local/operatorbuild", "", f"go {go_directive(gomod)}", ""]
-    lines += godebug_lines(gomod) + ["", f"require {OPERATOR_MODULE} {version}"]
-    if re.search(r"^\s*github\.com/tigera/operator/api\s", gomod, re.M):
-        lines.append(f"require {OPERATOR_MODULE}/api {version}")
-    lines += [""] + non_local_replaces(gomod) + [""]
-    (work / "go.mod").write_text("\n".join(lines))
-    out = work / "bin"
-    out.mkdir(exist_ok=True)
-    ldflags = f"-s -w -X {OPERATOR_MODULE}/version.VERSION={version}"
-    _run([_go(), "build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(out / "operator"),
-          f"{OPERATOR_MODULE}/cmd"], work, "compile tigera-operator", progress=True)
+    out = cache_root() / "build" / f"out-op-{version}"
+    out.mkdir(parents=True, exist_ok=True)
+    _script("build-tigera-operator.sh", [version, out / "operator", work], f"compile tigera-operator {version}")
     _finish(out, bindir, ["operator"])
     return bindir
 
 
-def build_all(operator: bool = False) -> dict:
-    """Build (or find) every binary; return name -> path."""
+def calico_dir() -> Path:
+    return cache_root() / f"calico-{CALICO_VERSION}"
+
+
+def build_calico_components() -> Path:
+    """calicoctl, calico-kube-controllers and calico-apiserver of Calico v3.31.4, with third_party's
+    build-calico-component.sh (one extracted, edited source tree shared by the three builds)."""
+    bindir = calico_dir()
+    names = list(CALICO_COMPONENTS)
+    if _have(bindir, names):
+        return bindir
+    work = cache_root() / "build" / f"calico-{CALICO_VERSION}"
+    out = cache_root() / "build" / "out-calico"
+    out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        if not _have(out, [name]):
+            _script("build-calico-component.sh", [name, out / name, work], f"compile calico {name}")
+    _finish(out, bindir, names)
+    return bindir
+
+
+def build_all(calico: bool = True) -> dict:
+    """Build (or find) every binary; return name -> path. ``calico``: also the Tigera operators
+    (``operator-<version>``) and the Calico components."""
     paths = {}
     kube = build_kubernetes()
     for n in KUBE_BINARIES:
         paths[n] = kube / n
     paths["kwok"] = build_kwok() / "kwok"
     paths["helm"] = build_helm() / "helm"
-    if operator:
-        paths["operator"] = build_operator() / "operator"
+    if calico:
+        for version in OPERATOR_VERSIONS:
+            paths[f"operator-{version}"] = build_operator(version) / "operator"
+        comp = build_calico_components()
+        for n in CALICO_COMPONENTS:
+            paths[n] = comp / n
     return paths
 
 
 def main(argv=None) -> int:
     import argparse
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--operator", action="store_true", help="also build the Tigera operator")
+    parser.add_argument("--no-calico", action="store_true",
+                        help="only the control plane (no Tigera operators, no Calico components)")
     args = parser.parse_args(argv)
     try:
-        for name, path in build_all(operator=args.operator).items():
+        for name, path in build_all(calico=not args.no_calico).items():
             print(f"{name}\t{path}")
     except BuildError as exc:
         log(f"build failed: {exc}")

@@ -4,7 +4,7 @@
     down    stop it and remove its run directory (default: the last one started)
     env     print the environment of the running one (eval "$(python -m localcp env)")
     status  say whether it runs
-    build   build or find every binary (``--operator`` adds the Tigera operator)
+    build   build or find every binary (``--no-calico``: the control plane's only)
 """
 
 from __future__ import annotations
@@ -47,22 +47,24 @@ def main(argv=None) -> int:
     p_up.add_argument("--nodes", type=int, default=3, help="Ubuntu 22.04 kwok nodes to create (default 3)")
     p_up.add_argument("--dir", help="run directory (default: a new temporary one)")
     p_up.add_argument("--timeout", type=float, default=120, help="per-component health timeout (s)")
+    p_up.add_argument("--shape", default="none", choices=["none", "kubeadm"],
+                      help="kubeadm: the kube-proxy addon, kubeadm-config and a node-network API endpoint")
     for name in ("down", "env", "status"):
         p = sub.add_parser(name)
         p.add_argument("--dir", help="run directory (default: the last one started)")
     p_build = sub.add_parser("build")
-    p_build.add_argument("--operator", action="store_true")
+    p_build.add_argument("--no-calico", action="store_true")
     args = parser.parse_args(argv)
 
     if args.cmd == "build":
-        return build.main(["--operator"] if args.operator else [])
+        return build.main(["--no-calico"] if args.no_calico else [])
 
     if args.cmd == "up":
         # several control planes may run at once (free ports, own run dirs); `down` without --dir stops
         # the most recent one
         cp = ControlPlane(args.dir, die_with_parent=False)
         try:
-            cp.start(default_specs(args.nodes), timeout=args.timeout)
+            cp.start(default_specs(args.nodes), timeout=args.timeout, shape=args.shape)
         except (StartError, build.BuildError, TimeoutError, RuntimeError) as exc:
             log(f"up failed: {exc}")
             return 1

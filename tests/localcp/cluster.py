@@ -26,12 +26,14 @@ from pathlib import Path
 
 import yaml
 
-from . import build, mirror, nodes
+from . import build, mirror, nodes, shapes
 from .audit import AuditLog
-from .pki import PKI, SERVICE_IP, serving_names
+from .pki import PKI, serving_names
 
 ADMIN_USER = "admin"
 KWOK_USER = "kwok"
+PODRUNNER_USER = "localcp-podrunner"  # runs the Calico control components' processes (podrunner.py)
+FRONT_PROXY_USER = "front-proxy-client"  # kube-apiserver's client identity towards aggregated API servers
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
@@ -42,7 +44,7 @@ AUDIT_POLICY = {
         {"level": "None", "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}]},
         {"level": "None", "users": [KWOK_USER], "resources": [{"group": "", "resources": ["nodes/status"]}]},
         {"level": "None", "users": ["system:kube-controller-manager", "system:kube-scheduler", KWOK_USER,
-                                    "system:apiserver"],
+                                    PODRUNNER_USER, "system:apiserver"],
          "verbs": ["get", "list"]},
         {"level": "None", "userGroups": ["system:serviceaccounts:kube-system"], "verbs": ["get", "list"]},
         {"level": "None", "nonResourceURLs": ["/healthz*", "/readyz*", "/livez*", "/version", "/metrics"]},
@@ -103,6 +105,49 @@ def write_kubeconfig(path: Path, server: str, ca: Path, cert: Path, key: Path, u
 
 def current_pointer() -> Path:
     return build.cache_root() / "current-run"
+
+
+def claim_service_octet(run_dir: Path) -> int:
+    """A second octet N of its own for this control plane's Service range, 127.N.0.0/16.
+
+    Services get loopback ClusterIPs, which Linux routes to ``lo`` with no setup: a process can serve at a
+    Service's ClusterIP:port (the Calico API server behind its APIService does, see podrunner.py). Control
+    planes that run at the same time must not share a range; a claim is a file in the cache naming the run dir,
+    taken over when that control plane is gone."""
+    import random
+    folder = build.cache_root() / "service-ranges"
+    folder.mkdir(parents=True, exist_ok=True)
+    octets = list(range(2, 255))
+    random.shuffle(octets)
+    for n in octets:
+        claim = folder / str(n)
+        try:
+            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            owner = Path(claim.read_text().strip() or "/nonexistent")
+            try:
+                pid = (json.loads((owner / "state.json").read_text()).get("pids") or {}).get("kube-apiserver")
+            except (OSError, ValueError):
+                pid = None
+            if pid and _alive(pid):
+                continue
+            claim.write_text(str(run_dir))
+            return n
+        with os.fdopen(fd, "w") as f:
+            f.write(str(run_dir))
+        return n
+    raise StartError("no free 127.N.0.0/16 service range: 253 control planes are running")
+
+
+def release_service_octet(run_dir: Path, n) -> None:
+    if not n:
+        return
+    claim = build.cache_root() / "service-ranges" / str(n)
+    try:
+        if claim.read_text().strip() == str(run_dir):
+            claim.unlink()
+    except OSError:
+        pass
 
 
 class ControlPlane:
@@ -189,14 +234,20 @@ class ControlPlane:
 
     # -- start -------------------------------------------------------------------------------------
 
-    def start(self, node_specs: list | None = None, timeout: float = 120) -> "ControlPlane":
+    def start(self, node_specs: list | None = None, timeout: float = 120, shape: str = "none") -> "ControlPlane":
+        """``shape``: ``none`` (a bare control plane) or ``kubeadm`` (what kubeadm init leaves: the kube-proxy
+        addon, kubeadm-config, and Service default/kubernetes backed by a node-network address; shapes.py)."""
+        if shape not in shapes.SHAPES:
+            raise StartError(f"shape: must be one of {', '.join(shapes.SHAPES)} (got {shape!r})")
         started = time.monotonic()
         try:
             self.bins = {k: str(v) for k, v in build.build_all().items()}
-            self.state = {"run_dir": str(self.run_dir), "bins": self.bins, "started": time.time()}
+            self.state = {"run_dir": str(self.run_dir), "bins": self.bins, "started": time.time(), "shape": shape}
             self._save()
             self._start(timeout)
             nodes.create_nodes(self, node_specs if node_specs is not None else nodes.default_specs())
+            if shape == "kubeadm":
+                self._kubeadm(timeout)
             log(f"control plane ready in {time.monotonic() - started:.1f}s: {self.state['server']} "
                 f"(run dir {self.run_dir})")
             return self
@@ -209,9 +260,16 @@ class ControlPlane:
         pki = PKI(pki_dir)
         api_port = free_port()
         server = f"https://127.0.0.1:{api_port}"
-        self.state.update({"server": server, "api_port": api_port})
+        octet = claim_service_octet(self.run_dir)
+        service_range = f"127.{octet}.0.0/16"
+        self.state.update({"server": server, "api_port": api_port, "service_octet": octet,
+                           "service_range": service_range})
+        self._save()
         apiserver_crt, apiserver_key = pki.issue("apiserver", "kube-apiserver", server_names=serving_names(),
-                                                 server_ips=["127.0.0.1", SERVICE_IP], client=False)
+                                                 server_ips=["127.0.0.1", f"127.{octet}.0.1",
+                                                             shapes.node_network(octet)["address"]], client=False)
+        proxy_crt, proxy_key = pki.issue("front-proxy-client", FRONT_PROXY_USER)
+        runner_crt, runner_key = pki.issue("podrunner", PODRUNNER_USER, orgs=["system:masters"])
         admin_crt, admin_key = pki.issue("admin", ADMIN_USER, orgs=["system:masters"])
         kcm_crt, kcm_key = pki.issue("kcm", "system:kube-controller-manager")
         sched_crt, sched_key = pki.issue("scheduler", "system:kube-scheduler")
@@ -224,6 +282,7 @@ class ControlPlane:
         sched_cfg = write_kubeconfig(self.run_dir / "scheduler.kubeconfig", server, ca, sched_crt, sched_key,
                                      "scheduler")
         kwok_cfg = write_kubeconfig(self.run_dir / "kwok.kubeconfig", server, ca, kwok_crt, kwok_key, "kwok")
+        write_kubeconfig(self.run_dir / "podrunner.kubeconfig", server, ca, runner_crt, runner_key, PODRUNNER_USER)
         self.state.update({"kubeconfig": str(kubeconfig), "ca": str(ca)})
 
         # etcd
@@ -252,7 +311,12 @@ class ControlPlane:
             f"--service-account-key-file={sa_pub}", f"--service-account-signing-key-file={sa_key}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--authorization-mode=Node,RBAC", "--allow-privileged=true",
-            "--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
+            f"--service-cluster-ip-range={service_range}", "--endpoint-reconciler-type=none",
+            # the aggregation layer (APIService v3.projectcalico.org, served by calico-apiserver)
+            f"--requestheader-client-ca-file={ca}", f"--requestheader-allowed-names={FRONT_PROXY_USER}",
+            "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-", f"--proxy-client-cert-file={proxy_crt}",
+            f"--proxy-client-key-file={proxy_key}",
             f"--audit-policy-file={audit_policy}", f"--audit-log-path={audit_log}",
             "--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0",
             "--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
@@ -308,7 +372,36 @@ class ControlPlane:
         url = f"http://127.0.0.1:{mirror_port}"
         self.state.update({"mirror_url": url, "mirror_source": str(source)})
         self._wait("mirror", lambda: self._http_ok(f"{url}/charts/index.yaml"), timeout)
+
+        # the Calico control components' real processes behind their pods (podrunner.py)
+        self._spawn("podrunner", [sys.executable, "-m", "localcp.podrunner", "--run-dir", str(self.run_dir)],
+                    env={"PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                                        os.environ.get("PYTHONPATH", "")])})
+        self._wait("podrunner", lambda: (self.run_dir / "pods" / "processes.json").exists(), timeout)
         self._save()
+
+    def _kubeadm(self, timeout: float) -> None:
+        octet = self.state["service_octet"]
+        self.state["node_network"] = octet
+        self._save()
+        net = shapes.create_node_network(octet)
+        port = self.state["api_port"]
+        self._spawn("apiserver-forwarder", [sys.executable, "-m", "localcp.forward", "--listen",
+                                            f"{net['address']}:{port}", "--to", f"127.0.0.1:{port}"],
+                    env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+        self._wait("apiserver-forwarder",
+                   lambda: self._https_ok(f"https://{net['address']}:{port}/readyz"), timeout)
+        docs = shapes.kubeadm_objects(net["address"], port, build.KUBERNETES_VERSION)
+        docs += shapes.kubernetes_endpoints(net["address"], port)
+        kubectl = [self.bins["kubectl"], "--kubeconfig", self.kubeconfig]
+        proc = subprocess.run(kubectl + ["apply", "--server-side", "--field-manager=kubeadm", "-f", "-"],
+                              input=yaml.safe_dump_all(docs), capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise StartError(f"kubeadm shape: kubectl apply failed: {proc.stderr.strip()}")
+        proc = subprocess.run(kubectl + ["rollout", "status", "-n", "kube-system", "daemonset/kube-proxy",
+                                         f"--timeout={int(timeout)}s"], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise StartError(f"kubeadm shape: kube-proxy did not roll out: {proc.stderr.strip()}")
 
     def _default_sa_exists(self) -> bool:
         return self._https_ok(f"{self.state['server']}/api/v1/namespaces/default/serviceaccounts/default")
@@ -332,11 +425,13 @@ class ControlPlane:
         pids = dict(self.state.get("pids") or {})
         for name, proc in self.procs.items():
             pids[name] = proc.pid
-        order = ["mirror", "kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
+        order = ["podrunner", "apiserver-forwarder", "mirror", "kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
         for name in sorted(pids, key=lambda n: order.index(n) if n in order else -1):
             _terminate(pids[name], self.procs.get(name))
         self.procs.clear()
         self.state["pids"] = {}
+        shapes.delete_node_network(self.state.get("node_network"))
+        release_service_octet(self.run_dir, self.state.get("service_octet"))
         if remove_dir:
             shutil.rmtree(self.run_dir, ignore_errors=True)
         elif self.run_dir.exists():
@@ -359,6 +454,13 @@ class ControlPlane:
     @property
     def audit(self) -> AuditLog:
         return AuditLog(Path(self.state["audit_log"]))
+
+    def processes(self) -> list:
+        """What the pod runner runs now (podrunner.py): component, version, pod, pid, restarts, problem, log."""
+        try:
+            return json.loads((self.run_dir / "pods" / "processes.json").read_text())
+        except (OSError, ValueError):
+            return []
 
     def env(self) -> dict:
         bindirs = sorted({str(Path(p).parent) for p in self.state["bins"].values()})

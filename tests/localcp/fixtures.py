@@ -62,6 +62,21 @@ class Cluster:
     def bin(self, name: str) -> str:
         return self.cp.state["bins"][name]
 
+    def processes(self, component: str | None = None) -> list:
+        """The real processes the pod runner runs behind pods now (localcp/podrunner.py), of one component
+        (``tigera-operator``, ``calico-kube-controllers``, ``calico-apiserver``) or all."""
+        return [p for p in self.cp.processes() if component is None or p["component"] == component]
+
+    def wait_for_process(self, component: str, version: str | None = None, timeout: float = 120) -> dict:
+        """Wait until the pod runner runs ``component`` (at ``version``) with a live pid; return its entry."""
+        def running():
+            for p in self.processes(component):
+                if p["pid"] and (version is None or p["version"] == version):
+                    return p
+            return None
+        return self.wait_for(running, timeout=timeout, interval=0.5,
+                             what=f"a running {component} {version or ''} process ({self.processes(component)})")
+
     def kubectl(self, *args, input=None, check=True, timeout=300) -> subprocess.CompletedProcess:
         proc = subprocess.run([self.bin("kubectl"), "--kubeconfig", self.kubeconfig, *args], input=input,
                               capture_output=True, text=True, timeout=timeout, check=False)

@@ -11,8 +11,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-SERVICE_IP = "10.96.0.1"  # first address of the service range: the `kubernetes` Service
-
 
 def _key():
     return ec.generate_private_key(ec.SECP256R1())

@@ -6,5 +6,10 @@ KWOK_MODULE = "sigs.k8s.io/kwok"
 KWOK_VERSION = "v0.7.0"
 HELM_MODULE = "helm.sh/helm/v3"
 HELM_VERSION = "v3.18.6"
-OPERATOR_MODULE = "github.com/tigera/operator"
+# The Tigera operator releases the harness runs (built from ../shared/third_party: the Go module proxy refuses
+# github.com/tigera/operator), each with the Calico release it installs.
+OPERATOR_VERSIONS = {"v1.40.7": "v3.31.4", "v1.36.16": "v3.29.7", "v1.32.12": "v3.27.5"}
 OPERATOR_VERSION = "v1.40.7"
+# Calico components built from the v3.31.4 monorepo tarball in ../shared/third_party.
+CALICO_VERSION = "v3.31.4"
+CALICO_COMPONENTS = ("calicoctl", "kube-controllers", "apiserver")

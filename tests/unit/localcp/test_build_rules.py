@@ -23,19 +23,6 @@ replace (
 )
 """
 
-OPERATOR_GOMOD = """module github.com/tigera/operator
-
-go 1.24.6
-
-replace (
-\tgithub.com/Azure/go-autorest => github.com/Azure/go-autorest v14.2.0+incompatible // comment
-\tgithub.com/tigera/operator/api => ./api
-)
-
-replace github.com/imdario/mergo => github.com/imdario/mergo v0.3.16
-"""
-
-
 def test_staging_replaces_come_from_v0_0_0_requires_only():
     assert build.staging_replaces(GOMOD, "v0.33.13") == [
         "replace k8s.io/api => k8s.io/api v0.33.13",
@@ -49,11 +36,32 @@ def test_go_directive_and_godebug_are_copied():
     assert build.godebug_lines(GOMOD) == ["godebug default=go1.24"]
 
 
-def test_non_local_replaces_skip_directory_targets():
-    assert build.non_local_replaces(OPERATOR_GOMOD) == [
-        "replace github.com/Azure/go-autorest => github.com/Azure/go-autorest v14.2.0+incompatible",
-        "replace github.com/imdario/mergo => github.com/imdario/mergo v0.3.16",
-    ]
+def test_third_party_dir_names_where_it_looked(monkeypatch, tmp_path):
+    monkeypatch.setenv("CALICO_OPS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CALICO_OPS_THIRD_PARTY_DIR", str(tmp_path / "tp"))
+    monkeypatch.setattr(build, "__file__", str(tmp_path / "repo" / "tests" / "localcp" / "build.py"))
+    try:
+        build.third_party_dir()
+    except build.BuildError as exc:
+        assert str(tmp_path / "tp") in str(exc) and "CALICO_OPS_THIRD_PARTY_DIR" in str(exc)
+    else:
+        raise AssertionError("no BuildError")
+    (tmp_path / "tp").mkdir()
+    for name in ("build-tigera-operator.sh", "build-calico-component.sh"):
+        (tmp_path / "tp" / name).write_text("#!/bin/sh\n")
+    assert build.third_party_dir() == (tmp_path / "tp").resolve()
+    # remembered for a clone elsewhere
+    assert (tmp_path / "cache" / "third-party.source").read_text() == str((tmp_path / "tp").resolve())
+
+
+def test_unknown_operator_version_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setenv("CALICO_OPS_CACHE", str(tmp_path))
+    try:
+        build.build_operator("v9.9.9")
+    except build.BuildError as exc:
+        assert "v9.9.9" in str(exc) and "v1.40.7" in str(exc)
+    else:
+        raise AssertionError("no BuildError")
 
 
 def test_cache_root_honours_environment(monkeypatch, tmp_path):

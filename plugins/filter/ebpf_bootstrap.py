@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the ebpf_install role: the two v3.31 eBPF paths and the mixes the operator refuses."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils import ebpf_bootstrap
+
+
+def ebpf_bootstrap_problems(facts):
+    """``facts``: mode, installation, configmap, endpoint_slices, kube_proxy, version, variant,
+    configmap_namespace, disable_kube_proxy (see module_utils/ebpf_bootstrap.problems)."""
+    facts = dict(facts or {})
+    return ebpf_bootstrap.problems(
+        facts.get("mode"), facts.get("installation"), configmap=facts.get("configmap"),
+        endpoint_slices=facts.get("endpoint_slices"), kube_proxy=facts.get("kube_proxy"),
+        version=facts.get("version"), variant=facts.get("variant") or "Calico",
+        configmap_namespace=facts.get("configmap_namespace") or "tigera-operator",
+        disable_kube_proxy=facts.get("disable_kube_proxy", True))
+
+
+def ebpf_bootstrap_overrides(mode):
+    return ebpf_bootstrap.installation_overrides(mode)
+
+
+def ebpf_cluster_report(objects):
+    """``objects``: installation, felix, calico_node, kube_proxy (each the object, or null)."""
+    objects = dict(objects or {})
+    return ebpf_bootstrap.cluster_report(objects.get("installation"), objects.get("felix"),
+                                         objects.get("calico_node"), objects.get("kube_proxy"))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "ebpf_cluster_report": ebpf_cluster_report,
+            "ebpf_bootstrap_problems": ebpf_bootstrap_problems,
+            "ebpf_bootstrap_overrides": ebpf_bootstrap_overrides,
+        }

@@ -1,0 +1,612 @@
+"""Real processes behind the pods of Calico's control components: what a kubelet would do for them.
+
+kwok marks every pod Running and ready but executes nothing. For the containers whose image is one of the
+Calico control components built into the cache (see ``COMPONENTS``), this runner does what a kubelet would:
+
+* it starts the binary whose version matches the image's tag (``quay.io/tigera/operator:v1.36.16`` runs the
+  operator built from v1.36.16; a tag with no binary is logged and left without a process);
+* with the container's environment as a kubelet builds it: the ``kubernetes`` Service's ClusterIP and port as
+  ``KUBERNETES_SERVICE_HOST/PORT``, then ``envFrom`` (ConfigMaps, Secrets; optional ones may be missing), then
+  ``env`` (values, ``$(VAR)`` references, fieldRef, configMapKeyRef, secretKeyRef, resourceFieldRef), read when
+  the container starts, as a kubelet reads them;
+* authenticated as the pod's ServiceAccount (a TokenRequest bound to the pod, in a kubeconfig given as
+  ``KUBECONFIG``), so what the cluster's RBAC grants that ServiceAccount is what is enforced, not admin;
+* with the pod's ConfigMap, Secret, projected, downward API, emptyDir and hostPath volumes written into a
+  directory of the process's own; an argument or environment value that names a path under a mountPath is
+  rewritten to that directory (a process cannot have the real mount points without a container runtime);
+* a new pod (rollout, restart, image change) gets a new process, the old one is stopped when its pod goes
+  (deleted, terminating, scaled to 0); a process that exits is started again with a back-off, as
+  ``restartPolicy: Always`` does (calico-kube-controllers exits on purpose when its configuration changes).
+
+Logs: ``<run dir>/pods/<namespace>_<pod>_<container>.log``; ``<run dir>/pods/processes.json`` lists what runs
+(tests read it through ``localcp.fixtures.Cluster.processes``). The runner authenticates as ``localcp-podrunner``
+(its reads are left out of the audit log, like kwok's), so writes by the components are the components' own
+ServiceAccounts' in the audit log, never ``admin``.
+
+Run as ``python -m localcp.podrunner --run-dir DIR`` by ``ControlPlane`` (a component of every control plane).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+from .versions import CALICO_VERSION, OPERATOR_VERSIONS
+
+TOKEN_SECONDS = 7 * 24 * 3600
+BACKOFF_MAX = 20.0
+
+
+def log(msg: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} [podrunner] {msg}", flush=True)
+
+
+# -- the components ---------------------------------------------------------------------------------------
+
+class Component:
+    """A control component whose binary the cache holds. ``image``: the image's last two path segments."""
+
+    def __init__(self, name, image, binaries, extra_args=None, extra_env=None, exclusive=False):
+        self.name, self.image = name, image
+        self.exclusive = exclusive  # one process per namespace (it binds an address of its Service)
+        self._binaries = binaries          # tag -> state["bins"] key
+        self._extra_args = extra_args
+        self._extra_env = extra_env
+
+    def binary(self, bins: dict, tag: str):
+        key = self._binaries.get(tag)
+        return bins.get(key) if key else None
+
+    def extra_args(self, ctx) -> list:
+        return self._extra_args(ctx) if self._extra_args else []
+
+    def extra_env(self, ctx) -> dict:
+        return self._extra_env(ctx) if self._extra_env else {}
+
+
+def _operator_env(ctx) -> dict:
+    # In a pod the operator reads its namespace and ServiceAccount from the files of the ServiceAccount volume
+    # (/var/run/secrets/kubernetes.io/serviceaccount/...), absolute paths a process here cannot have; these two
+    # variables are the operator's own documented overrides of those files.
+    return {"OPERATOR_NAMESPACE": ctx.pod["metadata"]["namespace"],
+            "OPERATOR_SERVICEACCOUNT": ctx.pod["spec"].get("serviceAccountName") or "default"}
+
+
+def _operator_args(ctx) -> list:
+    # one replica, no leader election (it needs the in-pod namespace file and a lease nobody else contends for)
+    return ["--enable-leader-election=false"]
+
+
+def _kube_controllers_args(ctx) -> list:
+    return [f"--status-file={ctx.workdir / 'status.json'}"]
+
+
+def _apiserver_args(ctx) -> list:
+    """calico-apiserver serves at the ClusterIP and port of the Service that selects its pod: with aggregator
+    routing off (the default) kube-apiserver dials an APIService's Service at ClusterIP:port, and the service
+    range of this control plane is a loopback /16 (127.N.0.0/16), so that address is on ``lo`` already."""
+    svc = ctx.runner.service_for(ctx.pod)
+    if svc is None:
+        return []
+    ip = svc["spec"].get("clusterIP")
+    port = (svc["spec"].get("ports") or [{}])[0].get("port", 443)
+    kcfg = str(ctx.kubeconfig)
+    return [f"--bind-address={ip}", f"--secure-port={port}", f"--kubeconfig={kcfg}",
+            f"--authentication-kubeconfig={kcfg}", f"--authorization-kubeconfig={kcfg}"]
+
+
+COMPONENTS = [
+    Component("tigera-operator", "tigera/operator", {v: f"operator-{v}" for v in OPERATOR_VERSIONS},
+              extra_args=_operator_args, extra_env=_operator_env),
+    Component("calico-kube-controllers", "calico/kube-controllers", {CALICO_VERSION: "kube-controllers"},
+              extra_args=_kube_controllers_args),
+    Component("calico-apiserver", "calico/apiserver", {CALICO_VERSION: "apiserver"}, extra_args=_apiserver_args,
+              exclusive=True),
+]
+
+
+def parse_image(image: str):
+    """``quay.io/tigera/operator:v1.40.7`` -> ("tigera/operator", "v1.40.7"); no tag -> (repo, None)."""
+    image = image.split("@", 1)[0]
+    name, tag = image, None
+    last = image.rsplit("/", 1)[-1]
+    if ":" in last:
+        name, tag = image.rsplit(":", 1)
+    parts = name.split("/")
+    return "/".join(parts[-2:]), tag
+
+
+def component_for(image: str):
+    repo, tag = parse_image(image)
+    for comp in COMPONENTS:
+        if repo == comp.image:
+            return comp, tag
+    return None, tag
+
+
+# -- environment and volumes, as a kubelet builds them -------------------------------------------------------
+
+_VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\$")
+
+
+def expand(value: str, env: dict) -> str:
+    """Kubernetes' ``$(VAR)`` expansion: known variables are replaced, ``$$`` is a literal ``$``, unknown
+    references stay as they are."""
+    def sub(m):
+        if m.group(0) == "$$":
+            return "$"
+        return env.get(m.group(1), m.group(0))
+    return _VAR_REF.sub(sub, value or "")
+
+
+def _field(pod: dict, path: str) -> str:
+    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
+    m = re.match(r"metadata\.(labels|annotations)\['(.+)'\]$", path)
+    if m:
+        return (meta.get(m.group(1)) or {}).get(m.group(2), "")
+    return {
+        "metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"), "spec.nodeName": spec.get("nodeName"),
+        "spec.serviceAccountName": spec.get("serviceAccountName"), "status.hostIP": status.get("hostIP"),
+        "status.podIP": status.get("podIP"), "status.podIPs": status.get("podIP"),
+    }.get(path) or ""
+
+
+def _quantity(text: str) -> float:
+    units = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
+             "Ti": 2**40}
+    m = re.match(r"^([0-9.]+)([a-zA-Z]*)$", str(text))
+    if not m:
+        return 0.0
+    return float(m.group(1)) * units.get(m.group(2), 1)
+
+
+class Context:
+    """One container of one pod, being started."""
+
+    def __init__(self, runner, pod, container, workdir):
+        self.runner, self.pod, self.container, self.workdir = runner, pod, container, workdir
+        self.kubeconfig = workdir / "kubeconfig"
+        self.mounts = {}  # mountPath -> local path
+
+
+# -- the runner --------------------------------------------------------------------------------------------
+
+class Proc:
+    def __init__(self, key, comp, tag, pod, container):
+        self.key, self.comp, self.tag = key, comp, tag
+        self.pod, self.container = pod, container
+        self.popen = None
+        self.restarts = 0
+        self.started = 0.0
+        self.next_start = 0.0
+        self.backoff = 1.0
+        self.binary = None
+        self.problem = ""
+
+    @property
+    def label(self):
+        m = self.pod["metadata"]
+        return f"{m['namespace']}/{m['name']}/{self.container['name']}"
+
+
+class PodRunner:
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.state = json.loads((self.run_dir / "state.json").read_text())
+        self.bins = self.state["bins"]
+        self.pods_dir = self.run_dir / "pods"
+        self.pods_dir.mkdir(exist_ok=True)
+        self.procs: dict = {}
+        self.pods: dict = {}  # uid -> pod (only pods with a container of a known component)
+        self.lock = threading.Lock()
+        self.wake = threading.Event()
+        self.halt = threading.Event()
+        from kubernetes import client, config
+        self.api_client = config.new_client_from_config(config_file=str(self.run_dir / "podrunner.kubeconfig"))
+        self.core = client.CoreV1Api(self.api_client)
+
+    # API helpers -------------------------------------------------------------------------------------------
+
+    def _get(self, kind, namespace, name):
+        from kubernetes.client.exceptions import ApiException
+        try:
+            if kind == "ConfigMap":
+                return self.api_client.sanitize_for_serialization(
+                    self.core.read_namespaced_config_map(name, namespace))
+            return self.api_client.sanitize_for_serialization(self.core.read_namespaced_secret(name, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def _data(self, kind, namespace, name) -> dict | None:
+        obj = self._get(kind, namespace, name)
+        if obj is None:
+            return None
+        if kind == "Secret":
+            return {k: base64.b64decode(v).decode(errors="replace") for k, v in (obj.get("data") or {}).items()}
+        return dict(obj.get("data") or {})
+
+    def _bytes(self, kind, namespace, name) -> dict | None:
+        obj = self._get(kind, namespace, name)
+        if obj is None:
+            return None
+        if kind == "Secret":
+            return {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+        out = {k: v.encode() for k, v in (obj.get("data") or {}).items()}
+        out.update({k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()})
+        return out
+
+    def service_for(self, pod):
+        """The Service of the pod's namespace whose selector matches the pod's labels."""
+        labels = pod["metadata"].get("labels") or {}
+        svcs = self.api_client.sanitize_for_serialization(
+            self.core.list_namespaced_service(pod["metadata"]["namespace"]))
+        for svc in svcs.get("items") or []:
+            sel = svc["spec"].get("selector") or {}
+            if sel and all(labels.get(k) == v for k, v in sel.items()) and svc["spec"].get("clusterIP") not in (
+                    None, "", "None"):
+                return svc
+        return None
+
+    def _token(self, pod) -> str:
+        ns, sa = pod["metadata"]["namespace"], pod["spec"].get("serviceAccountName") or "default"
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"expirationSeconds": TOKEN_SECONDS,
+                         "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
+                                            "uid": pod["metadata"]["uid"]}}}
+        out = self.core.create_namespaced_service_account_token(sa, ns, body)
+        return out.status.token
+
+    def _kubelet_env(self) -> dict:
+        svc = self.api_client.sanitize_for_serialization(self.core.read_namespaced_service("kubernetes", "default"))
+        ip, port = svc["spec"]["clusterIP"], str(svc["spec"]["ports"][0]["port"])
+        return {"KUBERNETES_SERVICE_HOST": ip, "KUBERNETES_SERVICE_PORT": port,
+                "KUBERNETES_SERVICE_PORT_HTTPS": port, "KUBERNETES_PORT": f"tcp://{ip}:{port}",
+                f"KUBERNETES_PORT_{port}_TCP": f"tcp://{ip}:{port}", f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
+                f"KUBERNETES_PORT_{port}_TCP_PORT": port, f"KUBERNETES_PORT_{port}_TCP_ADDR": ip}
+
+    # building a process ---------------------------------------------------------------------------------------
+
+    def _write_volumes(self, ctx: Context) -> None:
+        pod, ns = ctx.pod, ctx.pod["metadata"]["namespace"]
+        vols = {v["name"]: v for v in pod["spec"].get("volumes") or []}
+        root = ctx.workdir / "volumes"
+        for mount in ctx.container.get("volumeMounts") or []:
+            vol = vols.get(mount["name"])
+            if vol is None:
+                continue
+            local = root / mount["name"]
+            if not local.exists():
+                local.mkdir(parents=True)
+                self._fill_volume(vol, local, ctx, ns)
+            target = local / mount["subPath"] if mount.get("subPath") else local
+            ctx.mounts[mount["mountPath"].rstrip("/") or "/"] = target
+
+    def _fill_volume(self, vol, local: Path, ctx, ns) -> None:
+        def put(files: dict, items=None):
+            if items:
+                files = {i["path"]: files[i["key"]] for i in items if i["key"] in files}
+            for rel, content in files.items():
+                path = local / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(content if isinstance(content, bytes) else str(content).encode())
+                path.chmod(0o600)
+
+        if "configMap" in vol or "secret" in vol:
+            kind = "ConfigMap" if "configMap" in vol else "Secret"
+            src = vol.get("configMap") or vol.get("secret")
+            data = self._bytes(kind, ns, src.get("name") or src.get("secretName"))
+            if data is not None:
+                put(data, src.get("items"))
+        elif "projected" in vol:
+            for source in vol["projected"].get("sources") or []:
+                if "serviceAccountToken" in source:
+                    put({source["serviceAccountToken"]["path"]: self._token(ctx.pod)})
+                elif "configMap" in source or "secret" in source:
+                    kind = "ConfigMap" if "configMap" in source else "Secret"
+                    src = source.get("configMap") or source.get("secret")
+                    data = self._bytes(kind, ns, src["name"])
+                    if data is not None:
+                        put(data, src.get("items"))
+                elif "downwardAPI" in source:
+                    put({i["path"]: _field(ctx.pod, i["fieldRef"]["fieldPath"])
+                         for i in source["downwardAPI"].get("items") or [] if "fieldRef" in i})
+        elif "downwardAPI" in vol:
+            put({i["path"]: _field(ctx.pod, i["fieldRef"]["fieldPath"])
+                 for i in vol["downwardAPI"].get("items") or [] if "fieldRef" in i})
+        # emptyDir and hostPath: an empty directory of the process's own (no host is shared here)
+
+    def _translate(self, value: str, mounts: dict) -> str:
+        for mount_path in sorted(mounts, key=len, reverse=True):
+            if value == mount_path or value.startswith(mount_path + "/"):
+                return str(mounts[mount_path]) + value[len(mount_path):]
+            # flags such as --tls-cert-file=/path
+            m = re.match(r"^(-{1,2}[A-Za-z0-9-]+=)(.*)$", value)
+            if m and (m.group(2) == mount_path or m.group(2).startswith(mount_path + "/")):
+                return m.group(1) + str(mounts[mount_path]) + m.group(2)[len(mount_path):]
+        return value
+
+    def _env(self, ctx: Context) -> dict:
+        pod, ns, c = ctx.pod, ctx.pod["metadata"]["namespace"], ctx.container
+        env = self._kubelet_env()
+        for src in c.get("envFrom") or []:
+            ref = src.get("configMapRef") or src.get("secretRef")
+            kind = "ConfigMap" if "configMapRef" in src else "Secret"
+            data = self._data(kind, ns, ref["name"])
+            if data is None:
+                if not ref.get("optional"):
+                    raise RuntimeError(f"{kind} {ns}/{ref['name']} of envFrom not found (the kubelet would "
+                                       "report CreateContainerConfigError)")
+                continue
+            prefix = src.get("prefix") or ""
+            env.update({prefix + k: v for k, v in data.items()})
+        for item in c.get("env") or []:
+            name = item["name"]
+            if "valueFrom" not in item:
+                env[name] = expand(item.get("value") or "", env)
+                continue
+            vf = item["valueFrom"]
+            if "fieldRef" in vf:
+                env[name] = _field(pod, vf["fieldRef"]["fieldPath"])
+            elif "configMapKeyRef" in vf or "secretKeyRef" in vf:
+                ref = vf.get("configMapKeyRef") or vf.get("secretKeyRef")
+                kind = "ConfigMap" if "configMapKeyRef" in vf else "Secret"
+                data = self._data(kind, ns, ref["name"])
+                if data is None or ref["key"] not in data:
+                    if not ref.get("optional"):
+                        raise RuntimeError(f"{kind} {ns}/{ref['name']} key {ref['key']} of env {name} not found")
+                    continue
+                env[name] = data[ref["key"]]
+            elif "resourceFieldRef" in vf:
+                rf = vf["resourceFieldRef"]
+                kind, _, what = rf["resource"].partition(".")
+                limit = ((c.get("resources") or {}).get(kind + "s") or {}).get(what)
+                value = _quantity(limit) if limit else (2.0 if what == "cpu" else float(8 * 2**30))
+                env[name] = str(int(math.ceil(value / _quantity(rf.get("divisor") or "1"))))
+        return env
+
+    def _start(self, proc: Proc) -> None:
+        pod, c = proc.pod, proc.container
+        meta = pod["metadata"]
+        workdir = self.pods_dir / f"{meta['namespace']}_{meta['name']}_{c['name']}"
+        if workdir.exists():
+            shutil.rmtree(workdir / "volumes", ignore_errors=True)
+        workdir.mkdir(parents=True, exist_ok=True)
+        ctx = Context(self, pod, c, workdir)
+        token = self._token(pod)
+        cfg = {"apiVersion": "v1", "kind": "Config",
+               "clusters": [{"name": "local", "cluster": {"server": self.state["server"],
+                                                          "certificate-authority": self.state["ca"]}}],
+               "users": [{"name": "sa", "user": {"token": token}}],
+               "contexts": [{"name": "local", "context": {"cluster": "local", "user": "sa",
+                                                          "namespace": meta["namespace"]}}],
+               "current-context": "local"}
+        ctx.kubeconfig.write_text(yaml.safe_dump(cfg))
+        ctx.kubeconfig.chmod(0o600)
+        self._write_volumes(ctx)
+        env = self._env(ctx)
+        env.update(proc.comp.extra_env(ctx))
+        env["KUBECONFIG"] = str(ctx.kubeconfig)
+        env["HOSTNAME"] = meta["name"] if not pod["spec"].get("hostNetwork") else pod["spec"].get("nodeName", "")
+        env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        env["HOME"] = str(workdir)
+        env = {k: self._translate(v, ctx.mounts) for k, v in env.items()}
+        args = [self._translate(expand(a, env), ctx.mounts) for a in (c.get("args") or [])]
+        # the image's entrypoint is the binary; a `command` beyond it (a shell wrapper) is not run here
+        argv = [proc.binary] + args + proc.comp.extra_args(ctx)
+        logf = open(self.pods_dir / f"{meta['namespace']}_{meta['name']}_{c['name']}.log", "ab")
+        logf.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} start #{proc.restarts} {proc.label}: "
+                   f"{' '.join(argv)}\n".encode())
+        logf.flush()
+        proc.popen = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      cwd=str(workdir), env=env, preexec_fn=_child_setup)
+        logf.close()
+        proc.started = time.monotonic()
+        log(f"started {proc.label} ({proc.comp.name} {proc.tag}) pid {proc.popen.pid}")
+
+    # reconciling ------------------------------------------------------------------------------------------------
+
+    def _desired(self) -> dict:
+        out = {}
+        with self.lock:
+            pods = list(self.pods.values())
+        for pod in pods:
+            if pod["metadata"].get("deletionTimestamp") or not pod["spec"].get("nodeName"):
+                continue
+            if (pod.get("status") or {}).get("phase") not in ("Running",):
+                continue
+            for c in pod["spec"].get("containers") or []:
+                comp, tag = component_for(c.get("image") or "")
+                if comp is not None:
+                    out[(pod["metadata"]["uid"], c["name"])] = (comp, tag, pod, c)
+        return out
+
+    def reconcile(self) -> None:
+        desired = self._desired()
+        for key in list(self.procs):
+            if key not in desired:
+                proc = self.procs.pop(key)
+                _stop(proc.popen)
+                log(f"stopped {proc.label} (its pod is gone or terminating)")
+        now = time.monotonic()
+        for key, (comp, tag, pod, c) in desired.items():
+            proc = self.procs.get(key)
+            if proc is None:
+                proc = self.procs[key] = Proc(key, comp, tag, pod, c)
+                proc.binary = comp.binary(self.bins, tag)
+                if not proc.binary:
+                    built = sorted(t for t in comp._binaries if self.bins.get(comp._binaries[t]))
+                    proc.problem = (f"no {comp.name} binary for {tag} in the cache (built here: "
+                                    f"{', '.join(built) or 'none'}): the pod runs with no process behind it")
+                    log(f"{proc.label}: {proc.problem}")
+            if not proc.binary:
+                continue
+            if proc.popen is None and proc.comp.exclusive:
+                other = next((o for o in self.procs.values() if o is not proc and o.comp is proc.comp
+                              and o.popen is not None and o.popen.poll() is None
+                              and o.pod["metadata"]["namespace"] == pod["metadata"]["namespace"]), None)
+                if other is not None:
+                    proc.problem = (f"standby: {other.label} serves at the Service's ClusterIP:port, which one "
+                                    "process can bind (a second replica's endpoint is simulated by kwok)")
+                    continue
+            proc.pod = pod  # latest status, for fieldRefs of a restart
+            if proc.popen is not None and proc.popen.poll() is None:
+                if now - proc.started > 30:
+                    proc.backoff = 1.0
+                continue
+            if proc.popen is not None and proc.next_start == 0.0:
+                rc = proc.popen.returncode
+                proc.restarts += 1
+                proc.next_start = now + proc.backoff
+                log(f"{proc.label} exited with {rc}; starting it again in {proc.backoff:.0f}s "
+                    f"(restart {proc.restarts})")
+                proc.backoff = min(proc.backoff * 2, BACKOFF_MAX)
+                continue
+            if now < proc.next_start:
+                continue
+            try:
+                self._start(proc)
+                proc.problem = ""
+            except Exception as exc:  # noqa: BLE001 - as a kubelet: report, retry with back-off
+                proc.problem = f"cannot start: {exc}"
+                log(f"{proc.label}: {proc.problem}")
+                proc.popen = None
+                proc.next_start = now + proc.backoff
+                proc.backoff = min(proc.backoff * 2, BACKOFF_MAX)
+                continue
+            proc.next_start = 0.0
+        self._write_status()
+
+    def _write_status(self) -> None:
+        out = []
+        for proc in self.procs.values():
+            m = proc.pod["metadata"]
+            out.append({"component": proc.comp.name, "version": proc.tag, "namespace": m["namespace"],
+                        "pod": m["name"], "pod_uid": m["uid"], "container": proc.container["name"],
+                        "binary": proc.binary, "restarts": proc.restarts, "problem": proc.problem,
+                        "pid": proc.popen.pid if proc.popen is not None and proc.popen.poll() is None else None,
+                        "log": str(self.pods_dir / f"{m['namespace']}_{m['name']}_{proc.container['name']}.log")})
+        tmp = self.pods_dir / "processes.json.tmp"
+        tmp.write_text(json.dumps(out, indent=1))
+        os.replace(tmp, self.pods_dir / "processes.json")
+
+    # watching pods ------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _relevant(pod: dict) -> bool:
+        return any(component_for(c.get("image") or "")[0] is not None for c in pod["spec"].get("containers") or [])
+
+    def watch(self) -> None:
+        from kubernetes import watch
+        while not self.halt.is_set():
+            try:
+                listing = self.core.list_pod_for_all_namespaces(limit=500)
+                pods = {}
+                items = list(listing.items)
+                cont = listing.metadata._continue
+                while cont:
+                    page = self.core.list_pod_for_all_namespaces(limit=500, _continue=cont)
+                    items += page.items
+                    cont = page.metadata._continue
+                for p in items:
+                    d = self.api_client.sanitize_for_serialization(p)
+                    if self._relevant(d):
+                        pods[d["metadata"]["uid"]] = d
+                with self.lock:
+                    self.pods = pods
+                self.wake.set()
+                rv = listing.metadata.resource_version
+                w = watch.Watch()
+                for ev in w.stream(self.core.list_pod_for_all_namespaces, resource_version=rv,
+                                   timeout_seconds=120, allow_watch_bookmarks=False):
+                    if self.halt.is_set():
+                        w.stop()
+                        break
+                    d = self.api_client.sanitize_for_serialization(ev["object"])
+                    uid = (d.get("metadata") or {}).get("uid")
+                    if not uid or not self._relevant(d):
+                        continue
+                    with self.lock:
+                        if ev["type"] == "DELETED":
+                            self.pods.pop(uid, None)
+                        else:
+                            self.pods[uid] = d
+                    self.wake.set()
+            except Exception as exc:  # noqa: BLE001 - the API server may be down (fault tests): list again
+                log(f"watch: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+                self.halt.wait(1.0)
+
+    def run(self) -> None:
+        threading.Thread(target=self.watch, daemon=True).start()
+        log(f"running; components {[c.name for c in COMPONENTS]}")
+        while not self.halt.is_set():
+            try:
+                self.reconcile()
+            except Exception as exc:  # noqa: BLE001 - keep supervising
+                log(f"reconcile: {type(exc).__name__}: {exc}")
+            self.wake.wait(1.0)
+            self.wake.clear()
+        for proc in self.procs.values():
+            _stop(proc.popen)
+        self._write_status()
+
+
+def _child_setup():
+    os.setsid()
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # die with the runner
+    except OSError:
+        pass
+
+
+def _stop(popen, grace: float = 10.0) -> None:
+    if popen is None or popen.poll() is not None:
+        return
+    try:
+        os.killpg(popen.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        popen.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        popen.wait(timeout=5)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="localcp.podrunner", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run-dir", required=True)
+    args = parser.parse_args(argv)
+    runner = PodRunner(Path(args.run_dir))
+
+    def on_term(*_):
+        runner.halt.set()
+        runner.wake.set()
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    runner.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
