@@ -9,7 +9,7 @@ export PATH="$BIN:$PATH"
 export PYTHONPATH="$ROOT/tests"
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections"
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(lint changelog sanity unit integration reliability molecule)
+[ ${#steps[@]} -gt 0 ] || steps=(lint changelog sanity unit units importer matrix_reduced integration reliability molecule)
 
 passed=0; failed=0; failed_names=()
 started_cp=""
@@ -42,30 +42,47 @@ step_changelog() {
   antsibull-changelog lint
 }
 
-step_sanity() {
-  # ansible-test needs the collection at .../ansible_collections/<namespace>/<name>. The copy holds what the
-  # collection ships (plus tests/unit and tests/sanity); the local control plane harness and the pytest
-  # integration suites are not part of the collection (build_ignore) and are checked by ansible-lint/pytest.
-  local dest=$ROOT/.build/sanity/ansible_collections/calico_ops/lifecycle
-  rm -rf "$ROOT/.build/sanity" && mkdir -p "$dest"
+# A copy of the collection at <root>/ansible_collections/calico_ops/lifecycle, where ansible-test needs it: what
+# the collection ships plus tests/unit and tests/sanity (the local control plane harness, the pytest integration,
+# reliability and project suites are not part of the collection: build_ignore), with kubernetes.core beside it
+# (from the ansible package in .venv), as its own git repository (ansible-test lists files with git).
+collection_copy() {
+  local top=$1 dest=$1/ansible_collections/calico_ops/lifecycle
+  rm -rf "$top" && mkdir -p "$dest"
   if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
     git -C "$ROOT" ls-files -co --exclude-standard 2>/dev/null
   else
     (cd "$ROOT" && find . -type f -not -path './.venv/*' -not -path './.build/*' -not -path './.git/*' | sed 's|^\./||')
-  fi | grep -vE '^(tests/localcp/|tests/integration/|tests/reliability/|tests/conftest.py|tests/run-checks.sh|tests/demo.sh|tests/tools/|benchmarks/|\.ci/|Makefile|pytest.ini|requirements-dev.txt)' \
+  fi | grep -vE '^(tests/localcp/|tests/integration/|tests/reliability/|tests/project/|tests/conftest.py|tests/run-checks.sh|tests/demo.sh|tests/tools/|benchmarks/|\.ci/|Makefile|pytest.ini|requirements-dev.txt)' \
      | while IFS= read -r f; do [ -f "$ROOT/$f" ] && mkdir -p "$dest/$(dirname "$f")" && cp -p "$ROOT/$f" "$dest/$f"; done
-  # dependencies (kubernetes.core) beside it, from the ansible package in .venv
   local site
   site=$("$BIN/python" -c 'import ansible_collections.kubernetes.core as k, os; print(os.path.dirname(os.path.dirname(k.__path__[0])))')
-  cp -a "$site/kubernetes" "$ROOT/.build/sanity/ansible_collections/kubernetes"
-  "$BIN/python" tests/tools/ansible_test_pip_bootstrap.py || return 1
-  (cd "$dest" && git init -q . && git add -A >/dev/null 2>&1; \
-   ansible-test sanity --venv --python "$("$BIN/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
-     --color no 2>&1)
+  cp -a "$site/kubernetes" "$top/ansible_collections/kubernetes"
+  (cd "$dest" && git init -q . && git add -A >/dev/null 2>&1)
+}
+
+# ansible-test <command> --venv on this machine's Python, with the ansible-test of the venv in $1 (.venv: the
+# pinned ansible-core; .build/venv-core-<x.y>: the matrix), in a copy of its own under .build/ansible-test.
+ansible_test_in_copy() {
+  local venv=$1 cmd=$2 label=$3; shift 3
+  local top=$ROOT/.build/ansible-test/$label-$cmd
+  collection_copy "$top" || return 1
+  "$venv/bin/python" tests/tools/ansible_test_pip_bootstrap.py || return 1
+  echo "ansible-core $("$venv/bin/python" -c 'import ansible; print(ansible.__version__)'): ansible-test $cmd"
+  (cd "$top/ansible_collections/calico_ops/lifecycle" && \
+   "$venv/bin/ansible-test" "$cmd" --venv --python "$("$BIN/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+     --color no "$@" 2>&1)
+}
+
+step_sanity() {
+  ansible_test_in_copy "$ROOT/.venv" sanity core-pinned
 }
 
 step_unit() {
-  pytest tests/unit -q
+  # tests/unit: the collection's unit tests (also run by ansible-test: step units); tests/project: the playbooks,
+  # EE files, inventories and tools of the repository. Two runs: a project test that loads ansible-core's
+  # collection finder in the process would change how tests/unit's imports of the collection resolve.
+  pytest tests/unit -q && pytest tests/project -q
 }
 
 step_integration() {
@@ -98,6 +115,68 @@ step_molecule() {
   need_cluster || return 1
   # Molecule's own state and Ansible's temporary files under .build, not in the user's ~/.ansible
   (cd extensions && ANSIBLE_HOME="$ROOT/.build/ansible-home" molecule test --all)
+}
+
+# ---- issue 20: ansible-test units, the ansible-core matrix, galaxy-importer, ansible-builder create ----------------
+step_units() {
+  # tests/unit the ansible-test way (its own venv with tests/unit/requirements.txt), on the pinned ansible-core
+  ansible_test_in_copy "$ROOT/.venv" units core-pinned
+}
+
+# The other ansible-core releases of requires_ansible, each from its venv under .build (make matrix-venvs):
+# CALICO_OPS_MATRIX, a list of <core>:<command>, default every core with sanity and units (make matrix);
+# make test runs the reduced set named in the README.
+MATRIX_FULL="2.16:sanity 2.16:units 2.17:sanity 2.17:units 2.18:sanity 2.18:units"
+step_matrix() {
+  local item core cmd failed_items=() results=()
+  for item in ${CALICO_OPS_MATRIX:-$MATRIX_FULL}; do
+    core=${item%%:*}; cmd=${item#*:}
+    local venv=$ROOT/.build/venv-core-$core t0
+    [ -x "$venv/bin/ansible-test" ] || { echo "error: $venv missing (make matrix-venvs)"; return 1; }
+    echo "---------- ansible-core $core: $cmd"
+    t0=$(date +%s)
+    if ansible_test_in_copy "$venv" "$cmd" "core-$core"; then
+      results+=("$core $cmd: ok ($(( $(date +%s) - t0 ))s)")
+    else
+      results+=("$core $cmd: FAILED ($(( $(date +%s) - t0 ))s)"); failed_items+=("$item")
+    fi
+  done
+  printf '%s\n' "${results[@]}"
+  [ ${#failed_items[@]} -eq 0 ]
+}
+
+# what make test runs of the matrix (the whole of it takes about 15 minutes here, beyond CI's budget): the unit
+# tests on the oldest ansible-core of requires_ansible
+step_matrix_reduced() {
+  CALICO_OPS_MATRIX=${CALICO_OPS_MATRIX:-2.16:units} step_matrix
+}
+
+step_importer() {
+  # galaxy-importer (what Galaxy and Automation Hub run on upload: ansible-doc of every plugin, ansible-lint with the
+  # production profile, the changelog, role READMEs, metadata) on the tarball of `make build`, from its own venv.
+  # Its ansible-doc and ansible-lint see only the collection; kubernetes.core (the dependency of galaxy.yml: the
+  # modules' shared doc fragment) and awx.awx (the optional one of requirements-awx.yml: the modules of
+  # playbooks/awx/configure.yml) are put on its Python path, where ansible-core finds collections. Fails on any
+  # ERROR or WARNING line of its log.
+  local venv=$ROOT/.build/venv-importer work=$ROOT/.build/importer tarball
+  [ -x "$venv/bin/python" ] || { echo "error: $venv missing (make importer-venv)"; return 1; }
+  rm -rf "$work" && mkdir -p "$work/tmp" "$work/home" "$work/dist" "$work/deps/ansible_collections" || return 1
+  ansible-galaxy collection build --force --output-path "$work/dist" "$ROOT" || return 1
+  tarball=$(ls "$work"/dist/*.tar.gz)
+  local site
+  site=$("$BIN/python" -c 'import ansible_collections.kubernetes.core as k, os; print(os.path.dirname(os.path.dirname(k.__path__[0])))')
+  cp -a "$site/kubernetes" "$work/deps/ansible_collections/kubernetes"
+  cp -a "$site/awx" "$work/deps/ansible_collections/awx"
+  (cd "$work" && env -u ANSIBLE_COLLECTIONS_PATH HOME="$work/home" PATH="$venv/bin:/usr/bin:/bin" PYTHONPATH="$work/deps" \
+     GALAXY_IMPORTER_TMP_ROOT_DIR="$work/tmp" GALAXY_IMPORTER_ANSIBLE_LOCAL_TMP="$work/tmp/ansible" \
+     "$venv/bin/python" -m galaxy_importer.main "$tarball" > "$work/importer.log" 2>&1)
+  local rc=$?
+  grep -vE '^(INFO: *)?$' "$work/importer.log" | grep -vE '^(Loading |Finding content|Getting doc strings)' || true
+  echo "galaxy-importer exit $rc; log: $work/importer.log"
+  if grep -nE '^(ERROR|WARNING)|error|warning' "$work/importer.log" | grep -vE '^[0-9]+:(Loading|INFO)'; then
+    echo "error: galaxy-importer reported the lines above"; return 1
+  fi
+  [ $rc -eq 0 ]
 }
 
 for s in "${steps[@]}"; do

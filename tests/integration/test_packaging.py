@@ -72,10 +72,12 @@ def test_tarball_leaves_out_tests_caches_and_build_outputs(installed, capsys):
     for needed in ["MANIFEST.json", "FILES.json", "README.md", "meta/runtime.yml", "meta/execution-environment.yml",
                    "meta/ee-requirements.txt", "meta/ee-bindep.txt", "changelogs/changelog.yaml",
                    "inventories/local/hosts.yml", "inventories/local/group_vars/all/main.yml", "docs/rbac.yml",
-                   "docs/platforms.md", "docs/awx.md", "playbooks/awx/configure.yml"]:
+                   "docs/platforms.md", "docs/awx.md", "playbooks/awx/configure.yml", "requirements-awx.yml",
+                   "LICENSE"]:
         assert needed in names, needed
     assert ["plugins/modules/%s.py" % m for m in MODULES if "plugins/modules/%s.py" % m not in names] == []
     assert ["roles/%s" % r for r in ROLES if "roles/%s/meta/argument_specs.yml" % r not in names] == []
+    assert ["roles/%s" % r for r in ROLES if "roles/%s/README.md" % r not in names] == []  # galaxy-importer needs them
     assert tarball.stat().st_size < 1024 * 1024
 
 

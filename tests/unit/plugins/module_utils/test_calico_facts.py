@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils import calico_facts as cf
-from localcp.mirror import source_dir
+from ansible_collections.calico_ops.lifecycle.tests.unit.calico_releases import release_text
 
 FLAVORS = {
     "calico.yaml": "kubernetes", "calico-typha.yaml": "kubernetes", "canal.yaml": "kubernetes",
@@ -21,7 +21,7 @@ FLAVORS = {
 @functools.lru_cache(maxsize=None)
 def release_docs(version, name):
     """The workloads and ConfigMaps of a release file (CRDs and RBAC left out: the rules do not look at them)."""
-    text = (source_dir() / version / "manifests" / name).read_text()
+    text = release_text(version, name)
     return tuple(d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
                  if d and d.get("kind") in ("DaemonSet", "Deployment", "ConfigMap", "Secret"))
 

@@ -5,7 +5,7 @@ import pytest
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.discovery import discover
 
-from fake_k8s import client, standard_api
+from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import client, standard_api
 
 
 def names(resources):

@@ -2,7 +2,7 @@
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils import field_ownership as fo
 
-from fake_k8s import FakeDynamic, client as client_for
+from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import FakeDynamic, client as client_for
 
 
 def entry(manager, fields, operation="Apply", subresource=None, api="apps/v1"):

@@ -23,7 +23,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils import host_e
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoint_migration import (
     CalicoctlDatastore, HostEndpointMigrationError, KubeDatastore, Runner, run)
 
-from fake_k8s import FakeDynamic, _error, client
+from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import FakeDynamic, _error, client
 
 CRD = "crd.projectcalico.org/v1"
 V3 = "projectcalico.org/v3"

@@ -1,18 +1,10 @@
 """Editing custom-resources.yaml: only the Installation changes, every other document keeps its text."""
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils import manifest
-
-RELEASES = Path(__file__).resolve().parents[4].parent / "shared" / "calico-releases"
-try:  # where the local control plane's mirror finds them (also from a clone that has no ../shared beside it)
-    from localcp.mirror import local_source_dir
-    RELEASES = local_source_dir() or RELEASES
-except ImportError:  # the harness is not on the path (ansible-test's copy of the collection)
-    pass
+from ansible_collections.calico_ops.lifecycle.tests.unit.calico_releases import release_text
 
 CR = """# header comment
 apiVersion: operator.tigera.io/v1
@@ -93,9 +85,8 @@ def test_bad_manifests_are_refused(bad, message):
         manifest.render_custom_resources(bad, "BPF")
 
 
-@pytest.mark.skipif(not RELEASES.exists(), reason="shared/calico-releases not beside the repository")
 def test_the_released_file_edits_cleanly():
-    text = (RELEASES / "v3.31.4" / "manifests" / "custom-resources.yaml").read_text()
+    text = release_text("v3.31.4", "custom-resources.yaml")
     edited, docs, inst = manifest.render_custom_resources(text, "BPF", "Calico")
     assert [d["kind"] for d in docs] == ["Installation", "APIServer", "Goldmane", "Whisker"]
     assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"

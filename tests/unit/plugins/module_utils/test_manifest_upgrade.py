@@ -6,11 +6,11 @@ import pytest
 import yaml
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils import manifest as mf
-from localcp.mirror import source_dir
+from ansible_collections.calico_ops.lifecycle.tests.unit.calico_releases import release_text
 
 
 def release(version, name):
-    return (source_dir() / version / "manifests" / name).read_text()
+    return release_text(version, name)
 
 
 def by_kind(docs, kind, name):

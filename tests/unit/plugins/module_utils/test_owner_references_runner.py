@@ -10,7 +10,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_referen
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils import record_store
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import RecordStore
 
-from fake_k8s import client, standard_api
+from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import client, standard_api
 
 CALICO = "projectcalico.org/v3"
 

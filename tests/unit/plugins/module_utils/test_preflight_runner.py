@@ -1,6 +1,6 @@
 """The preflight runner, through the real Client, against the in-memory API of fake_k8s (no cluster)."""
 
-from fake_k8s import FakeDynamic, client
+from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import FakeDynamic, client
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils import preflight_report
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import run_preflight

@@ -9,7 +9,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils import record
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import (
     RECORD_LABEL, RecordStore, RecordStoreError, label_value, more_advanced)
 
-from fake_k8s import client, standard_api
+from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import client, standard_api
 
 NS = "kube-system"
 
@@ -241,7 +241,7 @@ def test_missing_namespace_on_save_is_an_error(tmp_path):
     dyn = standard_api()
 
     def no_namespace(method, path, body):
-        from fake_k8s import _error
+        from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import _error
         raise _error(404, "Not Found", 'namespaces "nope" not found')
     s = RecordStore(client(dyn), "nope", "rec", str(tmp_path / "r.json"), "test")
     s.load()

@@ -1,0 +1,540 @@
+"""Every job template of playbooks/awx/configure.yml, run the way AWX runs a job: by ansible-runner (AWX's
+execution engine), in a private data directory holding the project (this repository's playbooks and
+inventories), the inventory, the extra variables AWX would build from the template's survey (the survey's
+defaults, validated as AWX validates them, then the launch's answers) and the environment AWX's built-in
+"OpenShift or Kubernetes API Bearer Token" credential type injects (K8S_AUTH_HOST, K8S_AUTH_API_KEY,
+K8S_AUTH_VERIFY_SSL, K8S_AUTH_SSL_CA_CERT: the CA written to a 0600 file in the private data directory), with a
+TokenRequest token of the ServiceAccount calico-ops/calico-ops of docs/rbac.yml (its own roles and bindings
+only, no kubeconfig). The collection comes from its built tarball, installed as an execution environment holds
+it. Each test asserts the job's events (runner's job_events), its set_stats artifacts (what AWX shows as the
+job's artifacts) and the cluster's state, and that the writes were made by the ServiceAccount.
+
+What this does not prove (AWX itself cannot run here): the job templates' creation through AWX's API (the
+awx.awx tasks of configure.yml), the project sync, the container image of the execution environment, and
+AWX's rendering of the custom credential type's injectors (tested by rendering in tests/project)."""
+
+import base64
+import copy
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+import ansible_collections.kubernetes.core as kubernetes_core
+
+ansible_runner = pytest.importorskip("ansible_runner")  # noqa: E402 - requirements-dev.txt pins it
+
+from calico_support import CalicoNodeStandIn, Install, get, image_tag, wait_daemonset, wipe_calico  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+SITE = str(Path(kubernetes_core.__path__[0]).parents[2])
+GALAXY = yaml.safe_load((ROOT / "galaxy.yml").read_text())
+RBAC = yaml.safe_load((ROOT / "docs" / "rbac.yml").read_text())["items"]
+SA_USER = "system:serviceaccount:calico-ops:calico-ops"
+CRD = "crd.projectcalico.org/v1"
+
+
+def _run(cmd, env=None, cwd=None):
+    proc = subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert proc.returncode == 0, "%s failed:\n%s\n%s" % (cmd, proc.stdout[-3000:], proc.stderr[-3000:])
+    return proc
+
+
+# ---- what AWX does before ansible-runner starts ---------------------------------------------------------------------
+
+def survey_element_errors(q, data):
+    """AWX's validation of one survey element (SurveyJobTemplateMixin._survey_element_validation) for the types the
+    generated surveys use."""
+    var = q["variable"]
+    if var not in data:
+        return ["'%s' value missing" % var] if q.get("required") else []
+    value = data[var]
+    if q["type"] in ("text", "textarea", "password"):
+        if not isinstance(value, str):
+            return ["Value %s for '%s' expected to be a string." % (value, var)]
+        if q.get("min") not in ("", None) and len(value) < int(q["min"]):
+            return ["'%s' too short" % var]
+        if q.get("max") not in ("", None) and len(value) > int(q["max"]):
+            return ["'%s' too long" % var]
+    elif q["type"] == "integer":
+        if type(value) is not int:
+            return ["Value %s for '%s' expected to be an integer." % (value, var)]
+    elif q["type"] == "multiselect":
+        if not isinstance(value, list):
+            return ["'%s' value is expected to be a list." % var]
+        choices = q["choices"] if isinstance(q["choices"], list) else [c for c in q["choices"].splitlines() if c.strip()]
+        return ["Value %s for '%s' expected to be one of %s." % (v, var, choices) for v in value if v not in choices]
+    elif q["type"] == "multiplechoice":
+        choices = q["choices"] if isinstance(q["choices"], list) else [c for c in q["choices"].splitlines() if c.strip()]
+        if value not in choices:
+            return ["Value %s for '%s' expected to be one of %s." % (value, var, choices)]
+    return []
+
+
+def awx_extra_vars(survey_spec, answers):
+    """The job's extra variables as AWX builds them on launch (_update_unified_job_kwargs): each survey default that
+    passes the element's validation, then the launch's answers, each of which must pass it (else AWX refuses the
+    launch: variables_needed_to_start)."""
+    spec = survey_spec["spec"]
+    by_var = {q["variable"]: q for q in spec}
+    unknown = sorted(set(answers) - set(by_var))
+    assert not unknown, "not survey questions (AWX rejects them without ask_variables_on_launch): %s" % unknown
+    errors = [e for q in spec for e in survey_element_errors(q, answers)]
+    assert not errors, "AWX would refuse the launch: %s" % errors
+    extra = {}
+    for q in spec:
+        if q.get("default") is not None and not survey_element_errors(q, {q["variable"]: q["default"]}):
+            extra[q["variable"]] = q["default"]
+    extra.update(answers)
+    return extra
+
+
+def inject_bearer_token(credential, private_data_dir):
+    """awx/main/models/credential/injectors.py kubernetes_bearer_token(): the env of the built-in credential type."""
+    env = {"K8S_AUTH_HOST": credential["host"], "K8S_AUTH_API_KEY": credential["bearer_token"]}
+    if credential.get("verify_ssl") and "ssl_ca_cert" in credential:
+        env["K8S_AUTH_VERIFY_SSL"] = "True"
+        handle, path = tempfile.mkstemp(dir=str(private_data_dir))
+        with os.fdopen(handle, "w") as f:
+            os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+            f.write(credential["ssl_ca_cert"])
+        env["K8S_AUTH_SSL_CA_CERT"] = path
+    else:
+        env["K8S_AUTH_VERIFY_SSL"] = "False"
+    return env
+
+
+class Job(object):
+    def __init__(self, runner, extra_vars, mark, private_data_dir):
+        self.status, self.rc = runner.status, runner.rc
+        self.events = list(runner.events)
+        self.stdout = runner.stdout.read() if runner.stdout else ""
+        self.extra_vars = extra_vars
+        self.mark = mark
+        self.private_data_dir = private_data_dir
+
+    def of(self, kind):
+        return [e for e in self.events if e.get("event") == kind]
+
+    @property
+    def stats(self):
+        found = self.of("playbook_on_stats")
+        assert len(found) == 1, [e.get("event") for e in self.events][-10:]
+        return found[0]["event_data"]
+
+    @property
+    def artifacts(self):
+        """What AWX stores as the job's artifacts: set_stats data, carried by the stats event."""
+        return self.stats.get("artifact_data") or {}
+
+    def task_results(self, task_suffix):
+        return [e["event_data"] for e in self.events if e.get("event") in ("runner_on_ok", "runner_on_failed")
+                and e["event_data"].get("task", "").endswith(task_suffix)]
+
+    def role_tasks(self):
+        return {e["event_data"].get("role") for e in self.of("runner_on_ok")} - {None, ""}
+
+    def assert_successful(self):
+        failed = [(e["event_data"].get("task"), e["event_data"].get("res", {}).get("msg"))
+                  for e in self.of("runner_on_failed") if not e["event_data"].get("ignore_errors")]
+        assert self.status == "successful" and self.rc == 0, "%s rc=%s failed=%s\n%s" % (
+            self.status, self.rc, failed, self.stdout[-6000:])
+        assert failed == [] and self.of("runner_on_unreachable") == []
+        assert self.of("playbook_on_start") and self.stats["failures"] == {} and self.stats["dark"] == {}
+        # the events are AWX's: numbered in order, every one of this job
+        counters = [e["counter"] for e in self.events]
+        assert counters == sorted(counters) and len(set(counters)) == len(counters)
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory):
+    """The job templates configure.yml would create, with their surveys (rendered, AWX not contacted)."""
+    out = tmp_path_factory.mktemp("awx-render") / "objects.json"
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    _run([BIN / "ansible-playbook", ROOT / "playbooks" / "awx" / "configure.yml", "-e", "awx_render_to=%s" % out],
+         env=env, cwd=str(ROOT))
+    rendered = json.loads(out.read_text())["job_templates"]
+    return {jt["playbook"]: jt for jt in rendered}
+
+
+@pytest.fixture(scope="module")
+def execution_environment(tmp_path_factory):
+    """The collections an execution environment built from execution-environment.yml holds: this collection from
+    its tarball, kubernetes.core (here from the ansible package)."""
+    top = tmp_path_factory.mktemp("ee")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(top / "collections"))
+    _run([BIN / "ansible-galaxy", "collection", "build", "--output-path", top / "dist", ROOT], env=env, cwd=str(top))
+    tarball = top / "dist" / ("%s-%s-%s.tar.gz" % (GALAXY["namespace"], GALAXY["name"], GALAXY["version"]))
+    _run([BIN / "ansible-galaxy", "collection", "install", "--no-deps", "-p", top / "collections", tarball], env=env,
+         cwd=str(top))
+    return "%s%s%s" % (top / "collections", os.pathsep, SITE)
+
+
+def _delete_rbac(cluster):
+    for d in reversed(RBAC):
+        if d["kind"] == "Namespace" and d["metadata"]["name"] != "calico-ops":
+            continue  # tigera-operator: other tests' and the install's
+        args = ["delete", d["kind"].lower(), d["metadata"]["name"], "--ignore-not-found", "--wait=false"]
+        if d["metadata"].get("namespace"):
+            args += ["-n", d["metadata"]["namespace"]]
+        cluster.kubectl(*args, check=False)
+
+
+@pytest.fixture(scope="module")
+def credential(cluster):
+    """docs/rbac.yml applied as it is (ServiceAccount calico-ops/calico-ops, its roles and bindings), and the inputs
+    of an "OpenShift or Kubernetes API Bearer Token" credential: the API server, a TokenRequest token of that
+    ServiceAccount, verify_ssl and the CA that signed the API server's certificate."""
+    from kubernetes import client as k8s_client, config as k8s_config
+    cluster.wait_for(lambda: cluster.kubectl("get", "namespace", "calico-ops", "-o", "jsonpath={.status.phase}",
+                                             check=False).stdout != "Terminating",
+                     timeout=180, interval=1, what="the namespace calico-ops of an earlier test to go")
+    cluster.apply((ROOT / "docs" / "rbac.yml").read_text())
+    api = k8s_client.CoreV1Api(k8s_config.new_client_from_config(config_file=cluster.kubeconfig))
+    request = k8s_client.AuthenticationV1TokenRequest(spec=k8s_client.V1TokenRequestSpec(
+        audiences=[], expiration_seconds=3600))
+    token = cluster.wait_for(lambda: api.create_namespaced_service_account_token(
+        "calico-ops", "calico-ops", request).status.token, timeout=30, what="a TokenRequest token")
+    kubeconfig = yaml.safe_load(Path(cluster.kubeconfig).read_text())
+    ca = base64.b64decode(kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+    yield {"host": cluster.server, "bearer_token": token, "verify_ssl": True, "ssl_ca_cert": ca}
+    _delete_rbac(cluster)
+
+
+@pytest.fixture
+def awx_job(cluster, templates, execution_environment, credential, tmp_path, monkeypatch):
+    """run(playbook, answers): the job template of ``playbook`` launched with the survey ``answers``."""
+    # nothing of the test's own identity reaches the job: only what the credential injects authenticates
+    for key in list(os.environ):
+        if key.startswith("K8S_AUTH_") or key in ("KUBECONFIG", "CALICO_OPS_MIRROR_URL", "CALICO_OPS_CHART_REPO_URL"):
+            monkeypatch.delenv(key)
+    runs = []
+
+    def run(playbook, answers=None, inventory_vars=None):
+        jt = templates[playbook]
+        extra = awx_extra_vars(jt["survey_spec"], dict(answers or {}))
+        pdd = tmp_path / ("job%d" % (len(runs) + 1))
+        # the project: a checkout of this repository (the playbooks and inventories AWX reads from it)
+        for folder in ("playbooks", "inventories"):
+            shutil.copytree(str(ROOT / folder), str(pdd / "project" / folder))
+        # the inventory: imported from the project's inventories/local, plus this cluster's mirror of the releases
+        shutil.copytree(str(ROOT / "inventories" / "local"), str(pdd / "inventory"))
+        local = {"calico_manifest_url": cluster.mirror_url, "calico_chart_repo_url": cluster.chart_repo_url}
+        local.update(inventory_vars or {})
+        (pdd / "inventory" / "group_vars" / "all" / "zz_awx_inventory.yml").write_text(yaml.safe_dump(local))
+        (pdd / "home").mkdir()
+        envvars = inject_bearer_token(credential, pdd)
+        envvars.update({"ANSIBLE_COLLECTIONS_PATH": execution_environment, "HOME": str(pdd / "home"),
+                        "PATH": str(BIN) + os.pathsep + os.environ.get("PATH", ""), "ANSIBLE_NOCOLOR": "1",
+                        "ANSIBLE_FORCE_COLOR": "0", "JOB_ID": str(len(runs) + 1), "AWX_HOST": "https://awx.invalid"})
+        mark = cluster.audit.mark()
+        runner = ansible_runner.run(private_data_dir=str(pdd), playbook=jt["playbook"],
+                                    inventory=str(pdd / "inventory"), envvars=envvars, extravars=extra,
+                                    ident="job", quiet=True, settings={"suppress_ansible_output": True})
+        job = Job(runner, extra, mark, pdd)
+        runs.append(job)
+        # the credential went where AWX puts it: a 0600 file in the private data directory
+        ca_file = Path(envvars["K8S_AUTH_SSL_CA_CERT"])
+        assert ca_file.parent == pdd and stat.S_IMODE(ca_file.stat().st_mode) == 0o600
+        # the token is not in the job's output or events
+        assert credential["bearer_token"] not in job.stdout
+        assert credential["bearer_token"] not in json.dumps(job.events)
+        return job
+
+    return run
+
+
+def writes_by_the_service_account(cluster, job):
+    return cluster.audit.writes_since(job.mark, users=(SA_USER,))
+
+
+def configmap(cluster, namespace, name):
+    proc = cluster.kubectl("get", "configmap", name, "-n", namespace, "-o", "json", check=False)
+    return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+
+# ---- the jobs ----------------------------------------------------------------------------------------------------
+
+def test_every_job_template_is_run_by_a_test_here(templates):
+    """A new job template in configure.yml needs a test of its own in this file."""
+    covered = {"playbooks/preflight.yml", "playbooks/services_endpoint.yml", "playbooks/kube_proxy.yml",
+               "playbooks/install_ebpf.yml", "playbooks/enable_ebpf.yml", "playbooks/owner_references.yml",
+               "playbooks/migrate_host_endpoints.yml", "playbooks/upgrade.yml"}
+    assert set(templates) == covered
+
+
+def test_survey_defaults_become_extra_vars_as_awx_builds_them(templates):
+    """The survey defaults AWX passes (and those it drops: a multiple choice default of '' is not a choice, an
+    integer question without a default), for the install template."""
+    jt = templates["playbooks/install_ebpf.yml"]
+    extra = awx_extra_vars(jt["survey_spec"], {})
+    for q in jt["survey_spec"]["spec"]:
+        if q["type"] == "multiplechoice" and q["default"] not in q["choices"]:
+            assert q["variable"] not in extra
+        if q["type"] == "integer" and q["default"] == "":
+            assert q["variable"] not in extra
+    assert extra["ebpf_install_wait"] in ("true", "false")  # a bool question's answer is a string
+    with pytest.raises(AssertionError, match="AWX would refuse the launch"):
+        awx_extra_vars(jt["survey_spec"], {"ebpf_install_variant": "NotAVariant"})
+    with pytest.raises(AssertionError, match="not survey questions"):
+        awx_extra_vars(jt["survey_spec"], {"ebpf_install_manifest_url": "http://x"})
+
+
+def test_preflight_job(cluster, awx_job):
+    nodes = cluster.kubectl("get", "nodes", "-o", "name").stdout.split()  # kubectl: not the modules' client
+    job = awx_job("playbooks/preflight.yml", {"preflight_fail_when_ineligible": "true"})
+    job.assert_successful()
+    assert "preflight" in job.role_tasks()
+    summary = job.artifacts["calico_ops_preflight"]
+    # the survey's default for preflight_platform (auto) is an extra variable: it wins over the inventory's
+    # calico_platform (kubeadm), so the platform is detected, and kwok's nodes look like a generic cluster
+    assert job.extra_vars["preflight_platform"] == "auto"
+    assert summary["eligible"] is True and summary["verdict"] == "ok" and summary["platform"] == "generic", summary
+    assert summary["nodes"] == {"ok": len(nodes), "warn": 0, "fail": 0, "total": len(nodes)}
+    # read-only, and it read the cluster as the ServiceAccount
+    assert writes_by_the_service_account(cluster, job) == []
+    assert cluster.audit.reads_since(job.mark, users=(SA_USER,))
+    # and only as the ServiceAccount: no request of the kubernetes Python client (what the modules use) came as the
+    # admin of the local control plane's kubeconfig (kwok and the controllers, also admin, use other clients)
+    assert [e["requestURI"] for e in cluster.audit.events_since(job.mark, users=("admin",))
+            if (e.get("userAgent") or "").startswith("OpenAPI-Generator")] == []
+
+
+@pytest.fixture
+def kube_proxy_daemonset(cluster):
+    wipe_calico(cluster)
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+          "metadata": {"name": "kube-proxy", "namespace": "kube-system", "labels": {"k8s-app": "kube-proxy"}},
+          "spec": {"selector": {"matchLabels": {"k8s-app": "kube-proxy"}},
+                   "template": {"metadata": {"labels": {"k8s-app": "kube-proxy"}},
+                                "spec": {"nodeSelector": {"kubernetes.io/os": "linux"},
+                                         "tolerations": [{"operator": "Exists"}],
+                                         "containers": [{"name": "kube-proxy",
+                                                         "image": "registry.k8s.io/kube-proxy:v1.33.13"}]}}}}
+    cluster.apply(yaml.safe_dump(ds))
+    cluster.kubectl("rollout", "status", "daemonset/kube-proxy", "-n", "kube-system", "--timeout=120s")
+    yield
+    cluster.kubectl("delete", "daemonset", "kube-proxy", "-n", "kube-system", "--ignore-not-found", check=False)
+    cluster.kubectl("delete", "-f", "%s/v3.31.4/manifests/operator-crds.yaml" % cluster.mirror_url,
+                    "--ignore-not-found", "--wait=true", check=False, timeout=300)
+    cluster.kubectl("delete", "clusterrole,clusterrolebinding", "tigera-operator", "--ignore-not-found", check=False)
+    cluster.kubectl("delete", "clusterrole", "tigera-operator-secrets", "--ignore-not-found", check=False)
+    wipe_calico(cluster)
+
+
+def test_services_endpoint_and_kube_proxy_jobs(cluster, kube_proxy_daemonset, awx_job):
+    cluster.kubectl("create", "namespace", "tigera-operator", check=False)
+    job = awx_job("playbooks/services_endpoint.yml", {"services_endpoint_platform": "kubeadm",
+                                                      "services_endpoint_allow_ip": "true"})
+    job.assert_successful()
+    cm = configmap(cluster, "tigera-operator", "kubernetes-services-endpoint")
+    host, port = cluster.server.split("://", 1)[1].rsplit(":", 1)
+    assert cm and cm["data"] == {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}, cm
+    assert any(w["objectRef"].get("resource") == "configmaps" for w in writes_by_the_service_account(cluster, job))
+    assert job.stats["changed"].get("localhost", 0) >= 1
+
+    job = awx_job("playbooks/kube_proxy.yml", {"kube_proxy_state": "disabled", "kube_proxy_platform": "kubeadm",
+                                              "kube_proxy_timeout": 120})
+    job.assert_successful()
+    assert job.extra_vars["kube_proxy_timeout"] == 120
+    ds = json.loads(cluster.kubectl("get", "daemonset", "kube-proxy", "-n", "kube-system", "-o", "json").stdout)
+    assert ds["spec"]["template"]["spec"]["nodeSelector"].get("non-calico") == "true", ds["spec"]["template"]["spec"]
+    assert [w["objectRef"]["name"] for w in writes_by_the_service_account(cluster, job)
+            if w["objectRef"].get("resource") == "daemonsets"] == ["kube-proxy"]
+
+
+def test_install_then_enable_jobs(cluster, kube_proxy_daemonset, awx_job):
+    job = awx_job("playbooks/install_ebpf.yml",
+                  {"ebpf_install_variant": "Calico", "ebpf_install_platform": "kubeadm", "ebpf_install_wait": "false",
+                   "ebpf_install_timeout": 120},
+                  inventory_vars={"ebpf_install_manifest_url": cluster.mirror_url, "ebpf_install_poll_interval": 2,
+                                  "kube_proxy_timeout": 120, "kube_proxy_poll_interval": 2})
+    job.assert_successful()
+    summary = job.artifacts["calico_ebpf_install"]
+    assert summary["variant"] == "Calico" and summary["platform"] == "kubeadm", summary
+    inst = json.loads(cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
+    assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+    ds = json.loads(cluster.kubectl("get", "daemonset", "kube-proxy", "-n", "kube-system", "-o", "json").stdout)
+    assert ds["spec"]["template"]["spec"]["nodeSelector"].get("non-calico") == "true"
+    written = {w["objectRef"].get("resource") for w in writes_by_the_service_account(cluster, job)}
+    assert {"customresourcedefinitions", "deployments", "installations", "configmaps"} <= written, written
+
+    # an operator install on iptables: the enable template switches it to eBPF
+    cluster.kubectl("patch", "installation", "default", "--type=merge",
+                    "-p", json.dumps({"spec": {"calicoNetwork": {"linuxDataplane": "Iptables"}}}))
+    # (the variant is answered: the survey's default, the role's TigeraSecureEnterprise, would win over the
+    # inventory's ebpf_install_variant, as every survey default does)
+    job = awx_job("playbooks/enable_ebpf.yml",
+                  {"ebpf_install_variant": "Calico", "ebpf_install_platform": "kubeadm", "ebpf_install_wait": "false",
+                   "ebpf_install_timeout": 120},
+                  inventory_vars={"kube_proxy_timeout": 120, "kube_proxy_poll_interval": 2})
+    job.assert_successful()
+    inst = json.loads(cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
+    assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+    assert [w["objectRef"]["name"] for w in writes_by_the_service_account(cluster, job)
+            if w["objectRef"].get("resource") == "installations"] == ["default"]
+    assert job.artifacts["calico_ebpf_install"]["variant"] == "Calico"
+
+
+def test_owner_references_job(cluster, awx_job):
+    """Detach then attach on a cluster whose Calico objects own nothing: both runs record and report, and the
+    record ConfigMap is written by the ServiceAccount."""
+    try:
+        for state in ("detached", "attached"):
+            job = awx_job("playbooks/owner_references.yml", {"owner_references_state": state,
+                                                            "owner_references_record_name": "awx-oref-record"})
+            job.assert_successful()
+            summary = job.artifacts["calico_ops_owner_references"]
+            assert summary["state"] == state and isinstance(summary["counts"], dict), summary
+            assert summary["missing_owners"] == []
+            assert "owner_references" in job.role_tasks()
+    finally:
+        cluster.kubectl("delete", "configmap", "-n", "kube-system", "-l", "calico-ops.io/record=awx-oref-record",
+                        "--ignore-not-found", check=False)
+        cluster.kubectl("delete", "configmap", "-n", "kube-system", "awx-oref-record", "--ignore-not-found",
+                        check=False)
+
+
+class AutoHostEndpoints(threading.Thread):
+    """calico-kube-controllers' part: once KubeControllersConfiguration default has autoCreate Enabled, every node
+    gets ``<node>-auto-hep`` with the node's labels and the created-by label (as tests/integration's migration
+    tests play it)."""
+
+    def __init__(self, cluster):
+        super(AutoHostEndpoints, self).__init__(daemon=True)
+        self.cluster, self.halt, self.errors = cluster, threading.Event(), []
+
+    def run(self):
+        while not self.halt.is_set():
+            try:
+                kcc = self.cluster.k8s.resources.get(api_version=CRD, kind="KubeControllersConfiguration")
+                heps = self.cluster.k8s.resources.get(api_version=CRD, kind="HostEndpoint")
+                items = kcc.get().to_dict()["items"]
+                on = [k for k in items if k["metadata"]["name"] == "default" and
+                      ((((k.get("spec") or {}).get("controllers") or {}).get("node") or {}).get("hostEndpoint")
+                       or {}).get("autoCreate") == "Enabled"]
+                if on:
+                    have = {h["metadata"]["name"] for h in heps.get().to_dict()["items"]}
+                    for node in self.cluster.k8s.resources.get(api_version="v1", kind="Node").get().to_dict()["items"]:
+                        name = node["metadata"]["name"] + "-auto-hep"
+                        if name in have:
+                            continue
+                        labels = dict(node["metadata"].get("labels") or {})
+                        labels["projectcalico.org/created-by"] = "calico-kube-controllers"
+                        heps.create(body={"apiVersion": CRD, "kind": "HostEndpoint",
+                                          "metadata": {"name": name, "labels": labels},
+                                          "spec": {"node": node["metadata"]["name"], "interfaceName": "*",
+                                                   "expectedIPs": ["10.0.0.1"],
+                                                   "profiles": ["projectcalico-default-allow"]}})
+            except Exception as exc:  # noqa: BLE001 - reported by the test
+                self.errors.append(repr(exc))
+            self.halt.wait(0.3)
+
+
+@pytest.fixture
+def calico_host_endpoint_crds(cluster):
+    import urllib.request
+    with urllib.request.urlopen(cluster.mirror_url + "/v3.31.4/manifests/operator-crds.yaml", timeout=120) as resp:
+        docs = [d for d in yaml.load_all(resp.read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                if d and d.get("kind") == "CustomResourceDefinition" and d["spec"]["group"] == "crd.projectcalico.org"
+                and d["spec"]["names"]["plural"] in ("hostendpoints", "kubecontrollersconfigurations")]
+    assert len(docs) == 2
+    existing = set(cluster.kubectl("get", "crd", "-o", "name").stdout.split())
+    cluster.apply(yaml.safe_dump_all(docs))
+    names = [d["metadata"]["name"] for d in docs]
+    for name in names:
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/" + name)
+    yield
+    cluster.kubectl("delete", "hostendpoints.crd.projectcalico.org,kubecontrollersconfigurations.crd.projectcalico.org",
+                    "--all", "--ignore-not-found", check=False)
+    new = [n for n in names if "customresourcedefinition.apiextensions.k8s.io/" + n not in existing]
+    if new:
+        cluster.kubectl("delete", "crd", *new, "--ignore-not-found", check=False, timeout=300)
+    cluster.kubectl("delete", "configmap", "-n", "kube-system", "-l", "calico-ops.io/record",
+                    "--ignore-not-found", check=False)
+
+
+def test_migrate_host_endpoints_job(cluster, calico_host_endpoint_crds, awx_job):
+    nodes = cluster.k8s.resources.get(api_version="v1", kind="Node").get().to_dict()["items"]
+    node = nodes[0]["metadata"]["name"]
+    heps = cluster.k8s.resources.get(api_version=CRD, kind="HostEndpoint")
+    heps.create(body={"apiVersion": CRD, "kind": "HostEndpoint",
+                      "metadata": {"name": "manual-" + node, "labels": {"awx-job": "migrated"}},
+                      "spec": {"node": node, "interfaceName": "*", "expectedIPs": ["192.0.2.10"],
+                               "profiles": ["manual-profile"]}})
+    stand_in = AutoHostEndpoints(cluster)
+    stand_in.start()
+    try:
+        job = awx_job("playbooks/migrate_host_endpoints.yml",
+                      {"host_endpoint_migration_state": "migrated", "host_endpoint_migration_wait_timeout": 120})
+    finally:
+        stand_in.halt.set()
+        stand_in.join(timeout=30)
+    job.assert_successful()
+    assert not stand_in.errors, stand_in.errors[:3]
+    summary = job.artifacts["calico_ops_host_endpoint_migration"]
+    assert summary["state"] == "migrated" and summary["missing_nodes"] == [], summary
+    names = {h["metadata"]["name"] for h in heps.get().to_dict()["items"]}
+    assert "manual-" + node not in names and node + "-auto-hep" in names
+    labels = cluster.k8s.resources.get(api_version="v1", kind="Node").get(name=node).to_dict()["metadata"]["labels"]
+    assert labels.get("awx-job") == "migrated"
+    deleted = [w["objectRef"]["name"] for w in writes_by_the_service_account(cluster, job) if w["verb"] == "delete"]
+    assert deleted == ["manual-" + node]
+    cluster.kubectl("label", "node", node, "awx-job-", check=False)
+
+
+def test_upgrade_job_on_a_cluster_without_calico(cluster, awx_job):
+    """The upgrade template's job detects the install from the cluster and stops at its guard before any write
+    when there is no Calico to upgrade."""
+    wipe_calico(cluster)
+    job = awx_job("playbooks/upgrade.yml", {"upgrade_target_version": "v3.31.4"})
+    assert job.status == "failed" and job.rc != 0
+    failed = [e["event_data"] for e in job.of("runner_on_failed") if not e["event_data"].get("ignore_errors")]
+    assert len(failed) == 1, [f.get("task") for f in failed]
+    assert writes_by_the_service_account(cluster, job) == []
+    assert cluster.audit.reads_since(job.mark, users=(SA_USER,))
+    assert "upgrade" in job.role_tasks()
+
+
+def test_upgrade_job_manifest_install(cluster, awx_job):
+    """A manifest install of v3.29.7 (Kubernetes datastore) upgraded to v3.31.4 by the upgrade template's job."""
+    wipe_calico(cluster)
+    install = Install(cluster)
+    install.configmaps.append(("kube-system", "calico-ops-upgrade"))
+    try:
+        install.apply_release("v3.29.7", "calico.yaml")
+        install.forget_later("v3.31.4", "calico.yaml")
+        wait_daemonset(cluster, "calico-node")
+        with CalicoNodeStandIn(cluster) as node:
+            cluster.wait_for(lambda: ((get(cluster, CRD, "ClusterInformation", "default") or {}).get("spec") or {})
+                             .get("calicoVersion") == "v3.29.7", timeout=60, what="ClusterInformation at v3.29.7")
+            job = awx_job("playbooks/upgrade.yml", {"upgrade_target_version": "v3.31.4", "upgrade_timeout": 180},
+                          inventory_vars={"upgrade_poll_interval": 1})
+            assert not node.errors, node.errors
+        job.assert_successful()
+        summary = job.artifacts["calico_ops_upgrade"]
+        assert (summary["action"], summary["method"], summary["datastore"]) == ("upgrade", "manifest", "kubernetes"), \
+            summary
+        assert summary["version"] == "v3.31.4", summary
+        ds = get(cluster, "apps/v1", "DaemonSet", "calico-node", "kube-system")
+        assert image_tag(ds["spec"]["template"]["spec"]["containers"][0]["image"]) == "v3.31.4"
+        assert get(cluster, CRD, "ClusterInformation", "default")["spec"]["calicoVersion"] == "v3.31.4"
+        written = [(w["objectRef"].get("resource"), w["objectRef"].get("name"))
+                   for w in writes_by_the_service_account(cluster, job)]
+        assert ("daemonsets", "calico-node") in written, written
+        assert job.stats["changed"].get("localhost", 0) > 0
+    finally:
+        install.cleanup()
