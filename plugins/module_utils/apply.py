@@ -36,6 +36,60 @@ def normalize(obj):
     return out
 
 
+def contains(live, want):
+    """Whether ``live`` holds every field and value of ``want`` (maps: a subset; lists: the same length, each item
+    contained; other values: equal)."""
+    if isinstance(want, dict):
+        return isinstance(live, dict) and all(k in live and contains(live[k], v) for k, v in want.items())
+    if isinstance(want, list):
+        return isinstance(live, list) and len(live) == len(want) and all(
+            contains(item, w) for item, w in zip(live, want))
+    return live == want
+
+
+def _diff_paths(a, b, path=()):
+    """Paths where ``a`` and ``b`` differ (lists of the same length compared item by item)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in set(a) | set(b):
+            if key not in a or key not in b:
+                out.append(path + (key,))
+            else:
+                out.extend(_diff_paths(a[key], b[key], path + (key,)))
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        out = []
+        for i, (x, y) in enumerate(zip(a, b)):
+            out.extend(_diff_paths(x, y, path + (i,)))
+        return out
+    return [] if a == b else [path]
+
+
+def _inside_a_list_of(doc, path):
+    """Whether ``path`` runs through a list that ``doc`` sets (server-side apply replaces such a list whole)."""
+    node = doc
+    for step in path:
+        if isinstance(node, list):
+            return True
+        if not isinstance(node, dict) or step not in node:
+            return False
+        node = node[step]
+    return False
+
+
+def only_controller_defaults(doc, before, dry):
+    """True when writing ``doc`` would change nothing it sets: the live object already holds every field of the
+    document, and the dry run differs from it only inside lists the document sets - values a controller filled in
+    after an earlier apply (the Tigera operator defaults allowedUses, assignmentMode, ... inside the Installation's
+    ipPools). Server-side apply replaces such a list whole; writing would only strip those defaults and start a tug
+    of war with the controller on every run."""
+    live = normalize(before)
+    if not contains(live, {k: v for k, v in doc.items() if k != "status"}):
+        return False
+    paths = _diff_paths(live, normalize(dry))
+    return bool(paths) and all(_inside_a_list_of(doc, p) for p in paths)
+
+
 def describe(doc):
     meta = doc.get("metadata") or {}
     where = "%s/%s" % (meta.get("namespace"), meta.get("name")) if meta.get("namespace") else meta.get("name")
@@ -157,6 +211,11 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
                 raise ApplyError("%s: %s" % (describe(doc), exc))
             if before is not None and normalize(dry) == normalize(before):
                 results.append(_result(doc, ns, "unchanged", before, before))
+                continue
+            if before is not None and only_controller_defaults(doc, before, dry):
+                results.append(dict(_result(doc, ns, "unchanged", before, before),
+                                    note="every field it sets is in place; a controller's defaults inside its "
+                                         "lists are left alone"))
                 continue
             changed = True
             action = "created" if before is None else "updated"

@@ -174,9 +174,9 @@ def cluster_report(installation=None, felix=None, calico_node=None, kube_proxy=N
         if node.get("KUBERNETES_SERVICE_HOST"):
             parts.append("API server for calico-node %s:%s" % (node.get("KUBERNETES_SERVICE_HOST"),
                                                                node.get("KUBERNETES_SERVICE_PORT")))
-        if boot:
+        if boot.get("KUBERNETES_APISERVER_ENDPOINTS"):
             parts.append("init container ebpf-bootstrap with KUBERNETES_APISERVER_ENDPOINTS=%s" % (
-                boot.get("KUBERNETES_APISERVER_ENDPOINTS"),))
+                boot["KUBERNETES_APISERVER_ENDPOINTS"],))
         lines.append(", ".join(parts))
     else:
         lines.append("calico-node: not rendered (yet)")

@@ -1,14 +1,13 @@
 """Shared by test_upgrade.py and test_calico_facts.py: Calico installs on the shared local control plane.
 
-Nothing of Calico really runs here: kwok runs the pods (Running, ready), so two small threads play the
-components whose writes the upgrade looks at, the way those components behave:
+The Tigera operator is real here: the harness runs the operator release of the Deployment's image tag behind its
+pod (tests/localcp/podrunner.py: v1.40.7, v1.36.16 and v1.32.12 are built), so operator and Helm installs are
+reconciled, upgraded and reported (Installation status, TigeraStatus) by the operator itself.
 
-* ``CalicoNodeStandIn`` plays calico-node's start-up: once a pod of DaemonSet ``calico-node`` (or ``canal``)
-  runs with image tag X, ClusterInformation ``default`` ``spec.calicoVersion`` says X (Kubernetes API
-  datastore only - with etcd that object is not in the Kubernetes API);
-* ``OperatorStandIn`` plays the Tigera operator's reporting: once the operator Deployment has rolled out
-  image I, Installation ``default`` ``status.calicoVersion`` is the Calico release whose
-  ``tigera-operator.yaml`` carries I (read from the release files), and TigeraStatus ``calico`` is Available.
+What stays simulated is calico-node, whose data plane needs a kernel: kwok runs its pods Running and ready, and
+``CalicoNodeStandIn`` plays the one write of calico-node's start-up that the upgrade looks at - ClusterInformation
+``default`` ``spec.calicoVersion`` says the version of the running calico-node (Kubernetes API datastore only:
+with etcd that object is not in the Kubernetes API).
 
 Installs are made with server-side apply under the field manager ``test-setup`` (as a user would, with kubectl)
 and removed afterwards: one control plane serves the whole test run.
@@ -16,6 +15,7 @@ and removed afterwards: one control plane serves the whole test run.
 
 import copy
 import functools
+import json
 import subprocess
 import threading
 import time
@@ -88,12 +88,46 @@ def helm(cluster, *args, check=True):
     return proc
 
 
+OPERATOR_KINDS = ("installations.operator.tigera.io", "apiservers.operator.tigera.io", "goldmanes.operator.tigera.io",
+                  "whiskers.operator.tigera.io")
+
+
+def wipe_operator_resources(cluster, timeout=180):
+    """Calico's uninstall order: Installation & co deleted, and namespace calico-system gone, while the operator
+    still runs - it removes its finalizers (the Installation's, and ``tigera.io/cni-protector`` on calico-system's
+    ServiceAccounts) as it takes calico-system down. Where no operator runs any more (its Deployment already gone),
+    nothing would remove them, so they are dropped by hand, as a user must when the operator was deleted first."""
+    running = bool(cluster.processes("tigera-operator"))
+    wait = "--timeout=%ds" % (timeout if running else 5)
+    for kind in OPERATOR_KINDS:
+        names = cluster.kubectl("get", kind, "-o", "name", "--ignore-not-found", check=False).stdout.split()
+        if names:
+            cluster.kubectl("delete", *names, "--ignore-not-found", "--wait=true", wait, check=False,
+                            timeout=timeout + 30)
+        for name in cluster.kubectl("get", kind, "-o", "name", "--ignore-not-found", check=False).stdout.split():
+            cluster.kubectl("patch", name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
+    cluster.kubectl("delete", "namespace", "calico-system", "--ignore-not-found", "--wait=true", wait, check=False,
+                    timeout=timeout + 30)
+    drop_finalizers(cluster, "calico-system")
+
+
+def drop_finalizers(cluster, namespace):
+    """Objects of a terminating namespace that still carry a finalizer nobody will remove (no operator)."""
+    proc = cluster.kubectl("get", "serviceaccounts,configmaps,secrets,daemonsets,deployments", "-n", namespace,
+                           "-o", "json", check=False)
+    if proc.returncode != 0:
+        return
+    for item in json.loads(proc.stdout or "{}").get("items", []):
+        if item["metadata"].get("finalizers"):
+            cluster.kubectl("patch", "-n", namespace, "%s/%s" % (item["kind"].lower(), item["metadata"]["name"]),
+                            "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
+
+
 def wipe_calico(cluster):
     """Every cluster-wide Calico singleton and workload these tests (and the eBPF tests) create."""
-    cluster.kubectl("delete", "installations.operator.tigera.io,apiservers.operator.tigera.io,"
-                    "goldmanes.operator.tigera.io,whiskers.operator.tigera.io,tigerastatuses.operator.tigera.io,"
-                    "clusterinformations.crd.projectcalico.org", "--all", "--ignore-not-found", "--wait=true",
-                    check=False)
+    wipe_operator_resources(cluster)
+    cluster.kubectl("delete", "tigerastatuses.operator.tigera.io,clusterinformations.crd.projectcalico.org",
+                    "--all", "--ignore-not-found", "--wait=true", check=False)
     cluster.kubectl("delete", "daemonset", *NODE_DAEMONSETS, "-n", "kube-system", "--ignore-not-found", check=False)
     cluster.kubectl("delete", "deployment", *KUBE_SYSTEM_DEPLOYMENTS, "-n", "kube-system", "--ignore-not-found",
                     check=False)
@@ -137,6 +171,7 @@ class Install(object):
 
     def cleanup(self):
         started = time.monotonic()
+        wipe_operator_resources(self.cluster)  # while the operator runs (its finalizer)
         for release, namespace in self.helm_releases:
             helm(self.cluster, "uninstall", release, "-n", namespace, "--wait", check=False)
         for namespace, name in self.configmaps:
@@ -187,11 +222,16 @@ class StandIn(threading.Thread):
 
 
 class CalicoNodeStandIn(StandIn):
-    """calico-node's start-up: ClusterInformation default reports the version of the running calico-node."""
+    """calico-node's start-up report, which the data plane's simulation leaves to this thread: ClusterInformation
+    default says the version of the running calico-node. calico-node cannot run here: it needs a kernel (eBPF
+    programs, routes, iptables) that a test process cannot have.
 
-    def __init__(self, cluster, daemonset="calico-node", namespace="kube-system", **kw):
+    Kubernetes API datastore: the CRD object. etcd datastore (``calico-config`` has ``etcd_endpoints``): the key
+    libcalico-go keeps it under in that etcd, written through etcd's JSON gateway, where real calicoctl reads it."""
+
+    def __init__(self, cluster, daemonset="calico-node", namespace="kube-system", config="calico-config", **kw):
         super().__init__(cluster, **kw)
-        self.daemonset, self.namespace = daemonset, namespace
+        self.daemonset, self.namespace, self.config = daemonset, namespace, config
 
     def step(self):
         ds = get(self.cluster, "apps/v1", "DaemonSet", self.daemonset, self.namespace)
@@ -207,9 +247,14 @@ class CalicoNodeStandIn(StandIn):
             return
         node = [c for c in running[-1]["spec"]["containers"] if c["name"] == "calico-node"]
         version = image_tag(node[0]["image"]) if node else None
+        config = get(self.cluster, "v1", "ConfigMap", self.config, self.namespace) or {}
+        endpoints = [e for e in ((config.get("data") or {}).get("etcd_endpoints") or "").split(",") if e]
+        if endpoints:
+            self._etcd(endpoints, version)
+            return
         try:
             res = self.cluster.k8s.resources.get(api_version=CRD_API, kind="ClusterInformation")
-        except Exception:  # noqa: BLE001 - the CRD is not installed (etcd datastore)
+        except Exception:  # noqa: BLE001 - the CRD is not installed
             return
         try:
             current = res.get(name="default").to_dict()
@@ -224,47 +269,31 @@ class CalicoNodeStandIn(StandIn):
                       content_type="application/merge-patch+json")
             self.writes += 1
 
+    ETCD_KEY = "/calico/resources/v3/projectcalico.org/clusterinformations/default"
 
-class OperatorStandIn(StandIn):
-    """The operator's reporting: Installation status.calicoVersion and TigeraStatus calico."""
+    def _etcd(self, endpoints, version):
+        import base64
+        import json
+        import uuid
+        url = endpoints[0].rstrip("/")
+        if not url.startswith("http://127.0.0.1:"):
+            return  # only the harness's own etcd (an endpoint of a test that points nowhere is left alone)
 
-    def __init__(self, cluster, namespace="tigera-operator", deployment="tigera-operator", **kw):
-        super().__init__(cluster, **kw)
-        self.namespace, self.deployment = namespace, deployment
-        self.by_image = {}
-        for version in VERSIONS:
-            for doc in release_docs(cluster.mirror_url, version, "tigera-operator.yaml"):
-                if doc["kind"] == "Deployment":
-                    self.by_image[doc["spec"]["template"]["spec"]["containers"][0]["image"]] = version
-
-    def step(self):
-        dep = get(self.cluster, "apps/v1", "Deployment", self.deployment, self.namespace)
-        inst = get(self.cluster, TS_API, "Installation", "default")
-        if dep is None or inst is None:
+        def call(path, body):
+            req = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                return json.loads(resp.read())
+        key = base64.b64encode(self.ETCD_KEY.encode()).decode()
+        have = call("/v3/kv/range", {"key": key}).get("kvs") or []
+        current = json.loads(base64.b64decode(have[0]["value"])) if have else None
+        if current and (current.get("spec") or {}).get("calicoVersion") == version:
             return
-        st = dep.get("status") or {}
-        if st.get("observedGeneration", 0) < dep["metadata"]["generation"] or st.get("availableReplicas") != \
-                dep["spec"].get("replicas", 1) or st.get("updatedReplicas") != dep["spec"].get("replicas", 1):
-            return
-        version = self.by_image.get(dep["spec"]["template"]["spec"]["containers"][0]["image"])
-        if version and (inst.get("status") or {}).get("calicoVersion") != version:
-            res = self.cluster.k8s.resources.get(api_version=TS_API, kind="Installation")
-            res.status.patch(name="default", body={"status": {"calicoVersion": version, "variant": "Calico"}},
-                             content_type="application/merge-patch+json")
-            self.writes += 1
-        ts = self.cluster.k8s.resources.get(api_version=TS_API, kind="TigeraStatus")
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        conds = [{"type": t, "status": s, "reason": "AllObjectsAvailable" if s == "True" else "",
-                  "message": "All objects are available" if s == "True" else "", "lastTransitionTime": now}
-                 for t, s in (("Available", "True"), ("Progressing", "False"), ("Degraded", "False"))]
-        try:
-            current = ts.get(name="calico").to_dict()
-        except NotFoundError:
-            ts.create(body={"apiVersion": TS_API, "kind": "TigeraStatus", "metadata": {"name": "calico"}})
-            current = {}
-            self.writes += 1
-        have = [(c.get("type"), c.get("status")) for c in (current.get("status") or {}).get("conditions") or []]
-        if have != [(c["type"], c["status"]) for c in conds]:
-            ts.status.patch(name="calico", body={"status": {"conditions": conds}},
-                            content_type="application/merge-patch+json")
-            self.writes += 1
+        value = current or {"kind": "ClusterInformation", "apiVersion": "projectcalico.org/v3",
+                            "metadata": {"name": "default", "uid": str(uuid.uuid4()),
+                                         "creationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                            "spec": {"clusterGUID": uuid.uuid4().hex, "clusterType": "k8s,bgp",
+                                     "datastoreReady": True}}
+        value["spec"]["calicoVersion"] = version
+        call("/v3/kv/put", {"key": key, "value": base64.b64encode(json.dumps(value).encode()).decode()})
+        self.writes += 1

@@ -57,6 +57,12 @@ def test_operator_manifests_apply_server_side_and_crd_schema_rejects_bad_datapla
     deploy = cluster.kubectl("get", "deployment", "tigera-operator", "-n", "tigera-operator", "-o", "json")
     image = json.loads(deploy.stdout)["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image.endswith("operator:v1.40.7")
+    # the harness runs the real operator of that tag behind the Deployment (gone again with it: the shared
+    # control plane is left without an operator for the tests after this one)
+    proc = cluster.wait_for_process("tigera-operator", "v1.40.7", timeout=120)
+    assert proc["namespace"] == "tigera-operator" and proc["binary"].endswith("tigera-operator-v1.40.7/operator")
+    cluster.kubectl("delete", "-f", f"{base}/tigera-operator.yaml", "--ignore-not-found", "--wait=true", timeout=180)
+    cluster.wait_for(lambda: not cluster.processes("tigera-operator"), timeout=60, what="the operator process gone")
     bad = {"apiVersion": "operator.tigera.io/v1", "kind": "Installation",
            "metadata": {"name": "schema-check"}, "spec": {"calicoNetwork": {"linuxDataplane": "Foo"}}}
     proc = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=yaml.safe_dump(bad),

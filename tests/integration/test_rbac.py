@@ -149,6 +149,7 @@ def calico_and_kube_proxy(cluster):
     cluster.apply(yaml.safe_dump(ds))
     cluster.kubectl("rollout", "status", "daemonset/kube-proxy", "-n", "kube-system", "--timeout=120s")
     yield
+    wipe_calico(cluster)  # first, while the real operator runs: it removes the Installation's finalizer
     cluster.kubectl("delete", "daemonset", "kube-proxy", "-n", "kube-system", "--ignore-not-found", check=False)
     cluster.kubectl("delete", "-f", "%s/v3.31.4/manifests/operator-crds.yaml" % cluster.mirror_url,
                     "--ignore-not-found", "--wait=true", check=False, timeout=300)

@@ -14,6 +14,7 @@ import hashlib
 import http.server
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calico_support import (OPERATOR_SOURCE, SOURCE, TARGET, CalicoNodeStandIn, Install, OperatorStandIn, get,
+from calico_support import (OPERATOR_SOURCE, SOURCE, TARGET, CalicoNodeStandIn, Install, get,
                             helm, image_tag, node_ds_name, release_docs, release_text, wait_daemonset, wipe_calico)
 from localcp.audit import describe
 from localcp.mirror import REPO_ROOT
@@ -183,19 +184,6 @@ def file_server(root):
         server.shutdown()
 
 
-CALICOCTL_STAND_IN = """#!/bin/sh
-# Stand-in for calicoctl (no calicoctl binary can be fetched here): `version` prints what calicoctl prints, the
-# Cluster Version read from ClusterInformation default through the kubeconfig of the --config file it is given.
-[ "$1" = version ] || exit 2
-cfg=/etc/calico/calicoctl.cfg
-[ "$2" = --config ] && cfg=$3
-kubeconfig=$(sed -n 's/^ *kubeconfig: *//p' "$cfg")
-echo "Client Version:    %(target)s"
-printf 'Cluster Version:   '
-%(kubectl)s --kubeconfig "$kubeconfig" get clusterinformations.crd.projectcalico.org default -o jsonpath='{.spec.calicoVersion}'
-echo
-"""
-
 def assert_one_write_per_object(res, writes):
     """Each object of the release is written once; a second write only where the field handover was needed (the
     new release dropped a field the installer owned: without the handover the apply would leave it behind)."""
@@ -341,34 +329,67 @@ def crd(cluster, name):
     return get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
 
 
+OPERATOR_USER = "system:serviceaccount:tigera-operator:tigera-operator"
+OPERATOR_OF = {"v3.27.5": "v1.32.12", "v3.29.7": "v1.36.16", "v3.31.4": "v1.40.7"}
+
+
+def reported_version(cluster):
+    return ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {}).get("status") or {}).get(
+        "calicoVersion")
+
+
+def calico_node_tag(cluster):
+    ds = get(cluster, "apps/v1", "DaemonSet", "calico-node", "calico-system")
+    if not ds:
+        return None
+    return image_tag([c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == "calico-node"][0]["image"])
+
+
+def assert_the_operator_rolled_calico(cluster, version, mark):
+    """What the real operator did: the process of the new release runs (the old one is gone), calico-node in
+    calico-system carries the release's image, the Installation reports it - all written by the operator's
+    ServiceAccount, not by us."""
+    procs = [p for p in cluster.processes("tigera-operator") if p["pid"]]
+    assert [p["version"] for p in procs] == [OPERATOR_OF[version]], procs
+    assert calico_node_tag(cluster) == version
+    assert reported_version(cluster) == version
+    theirs = [e for e in cluster.audit.writes_since(mark, users=(OPERATOR_USER,))
+              if (e["objectRef"].get("resource"), e["objectRef"].get("name")) == ("daemonsets", "calico-node")]
+    assert theirs, "the operator did not write DaemonSet calico-node"
+
+
 def test_operator_upgrade(cluster, ansible, install, tmp_path):
+    """v3.29.7 installed with the operator (the real operator v1.36.16 reconciles and reports it), upgraded through
+    the collection to v3.31.4: tigera-operator.yaml replaced, the real operator v1.40.7 takes over and rolls
+    calico-system to v3.31.4."""
     install.apply_release(OPERATOR_SOURCE, "operator-crds.yaml")
     install.apply_release(OPERATOR_SOURCE, "tigera-operator.yaml")
     install.forget_later(TARGET, "operator-crds.yaml")
     install.forget_later(TARGET, "tigera-operator.yaml")
     cluster.wait_for(lambda: get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
                                  "installations.operator.tigera.io"), timeout=60, what="Installation CRD")
+    # APIServer left out: only calico-apiserver v3.31.4 is built here, a v3.29.7 one could not serve its APIService
     crs = [d for d in release_docs(cluster.mirror_url, OPERATOR_SOURCE, "custom-resources.yaml")
-           if d["kind"] in ("Installation", "APIServer")]
+           if d["kind"] == "Installation"]
     cluster.apply(yaml.safe_dump_all(crs))
     assert crd(cluster, "goldmanes.operator.tigera.io") is None  # new in v3.30
+    cluster.wait_for_process("tigera-operator", OPERATOR_OF[OPERATOR_SOURCE], timeout=120)
+    cluster.wait_for(lambda: reported_version(cluster) == OPERATOR_SOURCE, timeout=240, interval=2,
+                     what="the real operator %s reporting %s" % (OPERATOR_OF[OPERATOR_SOURCE], OPERATOR_SOURCE))
+    assert calico_node_tag(cluster) == OPERATOR_SOURCE
     variables = upgrade_vars(cluster, tmp_path, install, upgrade_goldmane=True, upgrade_whisker=True,
-                             upgrade_tigerastatus_expected=["calico"])
-    with OperatorStandIn(cluster) as operator:
-        cluster.wait_for(lambda: ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
-                                  .get("status") or {}).get("calicoVersion") == OPERATOR_SOURCE,
-                         timeout=60, what="the operator stand-in reporting %s" % OPERATOR_SOURCE)
-        # check mode: dry runs only - Goldmane and Whisker, whose CRDs the dry run of operator-crds.yaml would
-        # create, are reported instead of dry-run
-        mark = cluster.audit.mark()
-        checked = run(ansible, variables, check=True)
-        writes = cluster.audit.writes_since(mark)
-        assert writes == [], [describe(e) for e in writes]
-        assert checked.changed() > 0 and crd(cluster, "goldmanes.operator.tigera.io") is None
-        assert task(checked, "Check mode - report the flow-log objects")["results"][0]["msg"] == \
-            "Would create Goldmane default once its CRD is applied"
-        res = run(ansible, variables)
-        assert not operator.errors, operator.errors
+                             upgrade_tigerastatus_expected=["calico"], upgrade_timeout=300)
+    # check mode: dry runs only - Goldmane and Whisker, whose CRDs the dry run of operator-crds.yaml would
+    # create, are reported instead of dry-run
+    mark = cluster.audit.mark()
+    checked = run(ansible, variables, check=True)
+    writes = cluster.audit.writes_since(mark)
+    assert writes == [], [describe(e) for e in writes]
+    assert checked.changed() > 0 and crd(cluster, "goldmanes.operator.tigera.io") is None
+    assert task(checked, "Check mode - report the flow-log objects")["results"][0]["msg"] == \
+        "Would create Goldmane default once its CRD is applied"
+    mark = cluster.audit.mark()
+    res = run(ansible, variables)
 
     report = task(res, "Report what was found")["msg"]
     assert report[0].startswith("method: operator") and "version: %s" % OPERATOR_SOURCE in report[3]
@@ -382,6 +403,7 @@ def test_operator_upgrade(cluster, ansible, install, tmp_path):
     assert crd(cluster, "goldmanes.operator.tigera.io") is not None
     assert get(cluster, "operator.tigera.io/v1", "Goldmane", "default") is not None
     assert get(cluster, "operator.tigera.io/v1", "Whisker", "default") is not None
+    assert_the_operator_rolled_calico(cluster, TARGET, mark)
     names = ran(res)
     assert not any(n.startswith("Detach owner references") for n in names), "v3.29.7 needs no detach"
     assert any(n.startswith("Wait for every TigeraStatus") for n in names)
@@ -400,8 +422,11 @@ def helm_release(cluster, name="calico", namespace="tigera-operator"):
 
 
 def test_helm_upgrade(cluster, ansible, install, tmp_path):
+    """Chart tigera-operator v3.27.5 (the real operator v1.32.12 reconciles it), upgraded through the collection:
+    the chart's new release, the real operator v1.40.7 rolls calico-system to v3.31.4."""
     values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump({"podLabels": {"calico-ops-test": "kept"}}))
+    # apiServer off: only calico-apiserver v3.31.4 is built here, a v3.27.5 one could not serve its APIService
+    values.write_text(yaml.safe_dump({"podLabels": {"calico-ops-test": "kept"}, "apiServer": {"enabled": False}}))
     helm(cluster, "install", "calico", "tigera-operator", "--repo", cluster.chart_repo_url, "--version", SOURCE,
          "--namespace", "tigera-operator", "--create-namespace", "-f", str(values))
     install.helm_releases.append(("calico", "tigera-operator"))
@@ -409,20 +434,19 @@ def test_helm_upgrade(cluster, ansible, install, tmp_path):
     install.forget_later(SOURCE, "operator-crds.yaml")
     before = helm_release(cluster)
     assert before["chart"] == "tigera-operator-%s" % SOURCE and before["revision"] == "1"
-    variables = upgrade_vars(cluster, tmp_path, install)
-    with OperatorStandIn(cluster) as operator:
-        cluster.wait_for(lambda: ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
-                                  .get("status") or {}).get("calicoVersion") == SOURCE,
-                         timeout=60, what="the operator stand-in reporting %s" % SOURCE)
-        # check mode first: the plan, no write (audit log), the release untouched
-        mark = cluster.audit.mark()
-        check = run(ansible, variables, check=True)
-        writes = cluster.audit.writes_since(mark)
-        assert writes == [], [describe(e) for e in writes]
-        assert helm_release(cluster)["revision"] == "1"
-        assert task(check, "Report what was found")["msg"][0].startswith("method: helm")
-        res = run(ansible, variables)
-        assert not operator.errors, operator.errors
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_timeout=300)
+    cluster.wait_for_process("tigera-operator", OPERATOR_OF[SOURCE], timeout=120)
+    cluster.wait_for(lambda: reported_version(cluster) == SOURCE, timeout=240, interval=2,
+                     what="the real operator %s reporting %s" % (OPERATOR_OF[SOURCE], SOURCE))
+    # check mode first: the plan, no write (audit log), the release untouched
+    mark = cluster.audit.mark()
+    check = run(ansible, variables, check=True)
+    writes = cluster.audit.writes_since(mark)
+    assert writes == [], [describe(e) for e in writes]
+    assert helm_release(cluster)["revision"] == "1"
+    assert task(check, "Report what was found")["msg"][0].startswith("method: helm")
+    mark = cluster.audit.mark()
+    res = run(ansible, variables)
 
     assert task(res, "Report what was found")["msg"][0].startswith("method: helm")
     after = helm_release(cluster)
@@ -434,6 +458,9 @@ def test_helm_upgrade(cluster, ansible, install, tmp_path):
     assert dep["spec"]["template"]["metadata"]["labels"].get("calico-ops-test") == "kept"
     assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == operator_image(cluster, TARGET)
     assert crd(cluster, "goldmanes.operator.tigera.io") is not None  # operator-crds.yaml applied first
+    cluster.wait_for(lambda: reported_version(cluster) == TARGET, timeout=120, interval=2,
+                     what="the real operator v1.40.7 reporting %s" % TARGET)
+    assert_the_operator_rolled_calico(cluster, TARGET, mark)
     names = ran(res)
     assert any(n.startswith("Detach owner references") for n in names)
     assert record(cluster, variables)["phase"] == "done"
@@ -607,10 +634,11 @@ def test_alp_allow_all_upgrade_and_calicoctl_config(cluster, ansible, install, t
                                   .get("availableReplicas") == 1), timeout=60, what="productpage available")
         before = get(cluster, "apps/v1", "Deployment", "productpage", namespace)
         cfg = tmp_path / "etc" / "calicoctl.cfg"
-        stand_in = (CALICOCTL_STAND_IN % {"target": TARGET, "kubectl": cluster.bin("kubectl")}).encode()
+        # the real calicoctl v3.31.4 (built from ../shared/third_party), served like its release download
+        real = Path(cluster.bin("calicoctl")).read_bytes()
         served = tmp_path / "srv" / TARGET / "calicoctl-linux-amd64"
         served.parent.mkdir(parents=True)
-        served.write_bytes(stand_in)
+        served.write_bytes(real)
         old = tmp_path / "old" / "calicoctl"
         old.parent.mkdir()
         old.write_text("#!/bin/sh\necho 'Cluster Version: %s'\n" % SOURCE)
@@ -620,7 +648,7 @@ def test_alp_allow_all_upgrade_and_calicoctl_config(cluster, ansible, install, t
                 {"namespace": namespace, "name": "productpage"}], upgrade_remove_allow_all_upgrade=True,
                 upgrade_calicoctl_write_config=True, upgrade_calicoctl_config_path=str(cfg),
                 upgrade_calicoctl_kubeconfig=cluster.kubeconfig, upgrade_calicoctl_install=True,
-                upgrade_calicoctl_url=url, upgrade_calicoctl_checksum="sha256:" + hashlib.sha256(stand_in).hexdigest(),
+                upgrade_calicoctl_url=url, upgrade_calicoctl_checksum="sha256:" + hashlib.sha256(real).hexdigest(),
                 upgrade_calicoctl_path=str(installed), upgrade_calicoctl_remove_paths=[str(old)])
             with CalicoNodeStandIn(cluster):
                 res = run(ansible, variables)
@@ -642,9 +670,11 @@ def test_alp_allow_all_upgrade_and_calicoctl_config(cluster, ansible, install, t
         assert written == {"apiVersion": "projectcalico.org/v3", "kind": "CalicoAPIConfig", "metadata": {},
                            "spec": {"datastoreType": "kubernetes", "kubeconfig": cluster.kubeconfig}}
         # the target's calicoctl replaced the old one, and says the cluster runs the target version
-        assert installed.read_bytes() == stand_in and os.access(str(installed), os.X_OK) and not old.exists()
+        assert installed.read_bytes() == real and os.access(str(installed), os.X_OK) and not old.exists()
         version = task(res, "Ask calicoctl for the cluster version")
-        assert "Cluster Version:   %s" % TARGET in version["stdout"], version
+        # what calicoctl itself prints: its own version, and the Cluster Version it read (ClusterInformation)
+        assert re.search(r"^Client Version:\s+%s$" % re.escape(TARGET), version["stdout"], re.M), version
+        assert re.search(r"^Cluster Version:\s+%s$" % re.escape(TARGET), version["stdout"], re.M), version
         assert any(n.startswith("The Cluster Version calicoctl shows must be") for n in names)
         assert not any(n.startswith("Say that calicoctl was not checked") for n in names)
     finally:
@@ -686,3 +716,41 @@ def test_calicoctl_with_a_wrong_checksum_stops_before_any_write(cluster, ansible
     assert res.rc != 0 and "checksum" in failure(res).lower(), failure(res)
     assert writes == [], [describe(e) for e in writes]
     assert not (tmp_path / "calicoctl").exists() and old.exists()
+
+
+def test_real_calicoctl_reads_the_etcd_datastore_after_the_upgrade(cluster, ansible, install, tmp_path):
+    """calico-etcd.yaml on the control plane's own etcd (plain http): the upgrade installs the real calicoctl
+    v3.31.4, writes its etcdv3 configuration, and calicoctl reads the Cluster Version from that etcd - where
+    calico-node writes ClusterInformation at start-up (its stand-in here: calico-node needs a kernel)."""
+    etcd = cluster.cp.state["etcd"]
+
+    def on_the_real_etcd(doc):
+        if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == "calico-config":
+            doc["data"]["etcd_endpoints"] = etcd
+        return doc
+    install.apply_release(SOURCE, "calico-etcd.yaml", on_the_real_etcd)
+    install.forget_later(TARGET, "calico-etcd.yaml")
+    wait_daemonset(cluster, "calico-node")
+    real = Path(cluster.bin("calicoctl")).read_bytes()
+    served = tmp_path / "srv" / TARGET / "calicoctl-linux-amd64"
+    served.parent.mkdir(parents=True)
+    served.write_bytes(real)
+    cfg = tmp_path / "etc" / "calicoctl.cfg"
+    installed = tmp_path / "bin" / "calicoctl"
+    with file_server(tmp_path / "srv") as url:
+        variables = upgrade_vars(cluster, tmp_path, install, upgrade_etcd_endpoints=[etcd],
+                                 upgrade_calicoctl_write_config=True, upgrade_calicoctl_config_path=str(cfg),
+                                 upgrade_calicoctl_install=True, upgrade_calicoctl_url=url,
+                                 upgrade_calicoctl_checksum="sha256:" + hashlib.sha256(real).hexdigest(),
+                                 upgrade_calicoctl_path=str(installed))
+        with CalicoNodeStandIn(cluster) as node:
+            res = run(ansible, variables)
+    assert not node.errors, node.errors
+    assert yaml.safe_load(cfg.read_text())["spec"] == {"datastoreType": "etcdv3", "etcdEndpoints": etcd}
+    version = task(res, "Ask calicoctl for the cluster version")
+    assert re.search(r"^Cluster Version:\s+%s$" % re.escape(TARGET), version["stdout"], re.M), version
+    # calicoctl itself, on the etcd datastore: the object calico-node keeps there
+    out = subprocess.run([str(installed), "get", "clusterinformation", "default", "-o", "json", "--config", str(cfg)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["spec"]["calicoVersion"] == TARGET

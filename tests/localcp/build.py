@@ -44,6 +44,32 @@ def log(msg: str) -> None:
     print(f"[localcp] {msg}", file=sys.stderr, flush=True)
 
 
+class _BuildLock:
+    """One build of a component at a time on this machine: test workers, Molecule and `make` may all start a
+    control plane at once, and each would build what the cache lacks into the same work directory. The second
+    waits (an exclusive flock on a file of the cache) and then finds the binary built."""
+
+    def __init__(self, name: str):
+        self.path = cache_root() / "build" / f"{name}.lock"
+        self.fd = None
+
+    def __enter__(self):
+        import fcntl
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = open(self.path, "w")
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            log(f"{self.path.stem}: another process is building it; waiting for that build")
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        import fcntl
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        self.fd.close()
+
+
 def _go_env() -> dict:
     env = dict(os.environ)
     env["GOTOOLCHAIN"] = "local"
@@ -162,6 +188,11 @@ def build_kubernetes() -> Path:
     bindir = kubernetes_dir()
     if _have(bindir, KUBE_BINARIES):
         return bindir
+    with _BuildLock(bindir.name):
+        return bindir if _have(bindir, KUBE_BINARIES) else _build_kubernetes(bindir)
+
+
+def _build_kubernetes(bindir: Path) -> Path:
     version = KUBERNETES_VERSION
     work = cache_root() / "build" / f"kubernetes-{version}"
     work.mkdir(parents=True, exist_ok=True)
@@ -201,6 +232,13 @@ def _go_install(module: str, pkg: str, version: str, name: str, ldflags: str = "
     bindir = cache_root() / f"{name}-{version}"
     if _have(bindir, [name]):
         return bindir
+    with _BuildLock(bindir.name):
+        if _have(bindir, [name]):
+            return bindir
+        return _go_install_locked(module, pkg, version, name, ldflags, bindir)
+
+
+def _go_install_locked(module, pkg, version, name, ldflags, bindir: Path) -> Path:
     work = cache_root() / "build" / f"{name}-{version}"
     work.mkdir(parents=True, exist_ok=True)
     gomod = _module_gomod(module, version, work).read_text()
@@ -289,12 +327,18 @@ def build_operator(version: str = OPERATOR_VERSION) -> Path:
     bindir = operator_dir(version)
     if _have(bindir, ["operator"]):
         return bindir
+    with _BuildLock(bindir.name):
+        if not _have(bindir, ["operator"]):
+            _build_operator(version, bindir)
+    return bindir
+
+
+def _build_operator(version: str, bindir: Path) -> None:
     work = cache_root() / "build" / f"tigera-operator-{version}"
     out = cache_root() / "build" / f"out-op-{version}"
     out.mkdir(parents=True, exist_ok=True)
     _script("build-tigera-operator.sh", [version, out / "operator", work], f"compile tigera-operator {version}")
     _finish(out, bindir, ["operator"])
-    return bindir
 
 
 def calico_dir() -> Path:
@@ -308,6 +352,13 @@ def build_calico_components() -> Path:
     names = list(CALICO_COMPONENTS)
     if _have(bindir, names):
         return bindir
+    with _BuildLock(bindir.name):
+        if not _have(bindir, names):
+            _build_calico_components(bindir, names)
+    return bindir
+
+
+def _build_calico_components(bindir: Path, names: list) -> None:
     work = cache_root() / "build" / f"calico-{CALICO_VERSION}"
     out = cache_root() / "build" / "out-calico"
     out.mkdir(parents=True, exist_ok=True)
@@ -315,7 +366,6 @@ def build_calico_components() -> Path:
         if not _have(out, [name]):
             _script("build-calico-component.sh", [name, out / name, work], f"compile calico {name}")
     _finish(out, bindir, names)
-    return bindir
 
 
 def build_all(calico: bool = True) -> dict:

@@ -1,13 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: calico_ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Molecule: play the Calico components that nothing runs on the local control plane, for the upgrade scenarios.
+"""Molecule: play calico-node's start-up report, which nothing can run here, for the manifest upgrade scenario.
 
-kwok runs the pods (Running, ready) but executes nothing in them, so two stand-ins - the same ones the
-integration tests use, tests/integration/calico_support.py - write what the real components write and the
-upgrade role reads: calico-node's ClusterInformation ``default`` ``spec.calicoVersion`` (the image tag of the
-running calico-node; Kubernetes API datastore) and the operator's Installation ``default``
-``status.calicoVersion`` and TigeraStatus ``calico``.
+calico-node needs a kernel for its data plane; kwok runs its pods (Running, ready) but executes nothing in them.
+The stand-in of the integration tests (tests/integration/calico_support.py) writes what calico-node writes at
+start-up and the upgrade role reads: ClusterInformation ``default`` ``spec.calicoVersion`` (the image tag of the
+running calico-node; Kubernetes API datastore). The Tigera operator is not played: the harness runs the real one.
 
 Started by a scenario's prepare.yml (async, poll 0); it stops when the stop file exists (cleanup.yml writes
 it) or after --max-seconds, whichever comes first.
@@ -25,7 +24,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "tests", "integration"))
 
-from calico_support import CalicoNodeStandIn, OperatorStandIn  # noqa: E402 pylint: disable=wrong-import-position
+from calico_support import CalicoNodeStandIn  # noqa: E402 pylint: disable=wrong-import-position
 
 
 class Cluster(object):
@@ -44,12 +43,9 @@ def main():
     parser.add_argument("--stop-file", required=True)
     parser.add_argument("--max-seconds", type=int, default=1800)
     parser.add_argument("--node-daemonset", default="calico-node")
-    parser.add_argument("--operator", action="store_true", help="also play the operator's reporting")
     args = parser.parse_args()
     cluster = Cluster(args.kubeconfig, args.mirror_url)
     players = [CalicoNodeStandIn(cluster, daemonset=args.node_daemonset)]
-    if args.operator:
-        players.append(OperatorStandIn(cluster))
     for player in players:
         player.start()
     deadline = time.monotonic() + args.max_seconds

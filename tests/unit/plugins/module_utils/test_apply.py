@@ -126,3 +126,59 @@ def test_normalize_ignores_server_bookkeeping():
 def test_unnamed_document_is_refused():
     with pytest.raises(ap.ApplyError, match="no apiVersion, kind or metadata.name"):
         ap.apply_documents(StubClient(), [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}], "m")
+
+
+POOLS = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pools", "namespace": "app"},
+         "spec": {"mode": "BPF", "ipPools": [{"name": "default", "cidr": "192.168.0.0/16"}]}}
+
+
+def _controller_defaults(client):
+    """What the Tigera operator does after an apply: defaults filled in inside the list (not by our manager)."""
+    key = ("v1", "ConfigMap", "app", "pools")
+    client.objects[key]["spec"]["ipPools"][0].update({"assignmentMode": "Automatic", "allowedUses": ["Workload"]})
+
+
+def test_a_controllers_defaults_inside_a_list_we_set_are_not_stripped_by_a_rerun():
+    client = StubClient()
+    ap.apply_documents(client, [NS, POOLS], "calico-ops")
+    _controller_defaults(client)
+    client.calls = []
+    results, changed = ap.apply_documents(client, [NS, POOLS], "calico-ops")
+    assert not changed and results[1]["action"] == "unchanged" and "defaults" in results[1]["note"]
+    assert writes(client) == []
+
+
+def test_a_change_of_ours_inside_that_list_is_still_written():
+    client = StubClient()
+    ap.apply_documents(client, [NS, POOLS], "calico-ops")
+    _controller_defaults(client)
+    client.calls = []
+    new = copy.deepcopy(POOLS)
+    new["spec"]["ipPools"][0]["cidr"] = "10.0.0.0/16"
+    results, changed = ap.apply_documents(client, [NS, new], "calico-ops")
+    assert changed and results[1]["action"] == "updated" and len(writes(client)) == 1
+
+
+def test_a_field_of_ours_a_controller_changed_outside_lists_is_written_back():
+    client = StubClient()
+    ap.apply_documents(client, [NS, POOLS], "calico-ops")
+    client.objects[("v1", "ConfigMap", "app", "pools")]["spec"]["mode"] = "Iptables"
+    client.calls = []
+    results, changed = ap.apply_documents(client, [NS, POOLS], "calico-ops")
+    assert changed and results[1]["action"] == "updated" and len(writes(client)) == 1
+
+
+def test_only_controller_defaults_rule():
+    doc = {"spec": {"a": 1, "l": [{"x": 1}]}}
+    live = {"metadata": {"resourceVersion": "5"}, "spec": {"a": 1, "l": [{"x": 1, "d": 2}], "other": 3}}
+    meta = {"metadata": {"resourceVersion": "6"}}
+    assert ap.only_controller_defaults(doc, live, dict(meta, spec={"a": 1, "l": [{"x": 1}], "other": 3}))
+    # a difference outside the lists the document sets
+    assert not ap.only_controller_defaults(doc, live, dict(meta, spec={"a": 1, "l": [{"x": 1}]}))
+    # nothing differs at all: not this rule's case (plain "unchanged")
+    assert not ap.only_controller_defaults(doc, live, live)
+    # the live object lacks something the document sets
+    assert not ap.only_controller_defaults({"spec": {"a": 2, "l": [{"x": 1}]}}, live, {"spec": {"a": 2}})
+    # a list of another length is not "contained"
+    assert not ap.contains({"l": [1, 2]}, {"l": [1]})
+    assert ap.contains({"l": [{"x": 1, "y": 2}], "z": 0}, {"l": [{"x": 1}]})
