@@ -99,10 +99,13 @@ LOOP_PLAY = """
         kind: HostEndpoint
         name: "{{ item.spec.node }}-auto-hep"
       register: auto
+      # calico-kube-controllers keeps the node's labels in the projectcalico.org/metadata annotation
       until: >-
         auto.resources | length > 0
-        and (auto.resources[0].metadata.labels | dict2items | intersect(item.metadata.labels | dict2items)
-             | length) == (item.metadata.labels | length)
+        and (auto.resources[0].metadata.labels
+             | combine((((auto.resources[0].metadata.annotations | default({}))['projectcalico.org/metadata']
+                         | default('{}') | from_json).labels | default({})))
+             | dict2items | intersect(item.metadata.labels | dict2items) | length) == (item.metadata.labels | length)
       retries: 300
       delay: 1
       loop: "{{ old }}"
