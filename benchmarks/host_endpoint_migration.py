@@ -1,10 +1,10 @@
 """Benchmark: host_endpoint_migration versus a per-endpoint kubernetes.core loop.
 
 Builds N kwok nodes, each with one old all-interfaces HostEndpoint (Calico v3.31.4's CRDs from the release
-mirror) carrying three labels, and KubeControllersConfiguration default with autoCreate Disabled. A thread plays
-calico-kube-controllers (it does not run here; see tests/integration/test_host_endpoint_migration.py): once
-autoCreate is Enabled it creates ``<node>-auto-hep`` with the node's labels. Its requests carry their own
-User-Agent and are not counted.
+mirror) carrying three labels, and KubeControllersConfiguration default with autoCreate Disabled. The real
+calico-kube-controllers v3.31.4 runs behind its Deployment during each run (tests/integration/kube_controllers.py;
+the pod runner runs it): once autoCreate is Enabled it creates ``<node>-auto-hep`` for every node, all at once.
+Its requests are its ServiceAccount's and are not counted (only user ``admin``'s are).
 
 * module: one call of ``calico_ops.lifecycle.host_endpoint_migration`` for all N endpoints;
 * loop: kubernetes.core only, one task per endpoint and step - k8s_info of the endpoints, a merge patch of each
@@ -39,8 +39,9 @@ sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 from common import control_plane  # noqa: E402
 from localcp.fixtures import Ansible, Cluster  # noqa: E402
+from kube_controllers import METRICS_OFF, KubeControllers, calico_labels, delete_automatic_endpoints  # noqa: E402
 from test_host_endpoint_migration import (  # noqa: E402
-    CRD, HEPS, KCC, STAND_IN_AGENT, Api, KubeControllersStandIn, apply_crds, coll, delete_crds, old_hep)
+    CRD, HEPS, KCC, Api, apply_crds, coll, delete_crds, old_hep)
 
 MODULE_PLAY = """
 - hosts: localhost
@@ -98,10 +99,13 @@ LOOP_PLAY = """
         kind: HostEndpoint
         name: "{{ item.spec.node }}-auto-hep"
       register: auto
+      # calico-kube-controllers keeps the node's labels in the projectcalico.org/metadata annotation
       until: >-
         auto.resources | length > 0
-        and (auto.resources[0].metadata.labels | dict2items | intersect(item.metadata.labels | dict2items)
-             | length) == (item.metadata.labels | length)
+        and (auto.resources[0].metadata.labels
+             | combine((((auto.resources[0].metadata.annotations | default({}))['projectcalico.org/metadata']
+                         | default('{}') | from_json).labels | default({})))
+             | dict2items | intersect(item.metadata.labels | dict2items) | length) == (item.metadata.labels | length)
       retries: 300
       delay: 1
       loop: "{{ old }}"
@@ -142,11 +146,11 @@ class Bench(object):
     def reset(self, round_name, nodes):
         """autoCreate Disabled, no automatic endpoints, one fresh old endpoint per node with new label values."""
         body = {"apiVersion": CRD, "kind": "KubeControllersConfiguration", "metadata": {"name": "default"},
-                "spec": {"controllers": {"node": {"reconcilerPeriod": "5m", "syncLabels": "Enabled",
-                                                  "hostEndpoint": {"autoCreate": "Disabled"}}}}}
-        self.api.delete(KCC)
+                "spec": dict(METRICS_OFF, controllers={"node": {"reconcilerPeriod": "5m", "syncLabels": "Enabled",
+                                                                "hostEndpoint": {"autoCreate": "Disabled"}}})}
+        self.api.delete(KCC)  # kube-controllers is stopped between runs: nothing creates it again
         self.api.req("POST", coll(CRD, "kubecontrollersconfigurations"), body)
-        self.api.req("DELETE", HEPS, query={"labelSelector": "projectcalico.org/created-by"})
+        delete_automatic_endpoints(self.cluster)
 
         def make(node):
             self.api.req("POST", HEPS, old_hep("%s-%s" % (node, round_name), node, self.labels(round_name, node)))
@@ -167,7 +171,7 @@ class Bench(object):
             assert auto is not None, "no automatic endpoint for %s" % node
             for key, value in want.items():
                 assert by_node[node]["metadata"]["labels"].get(key) == value, (node, key)
-                assert auto["metadata"]["labels"].get(key) == value, (node, key)
+                assert calico_labels(auto).get(key) == value, (node, key)
 
     def play(self, text, extra):
         mark = self.cluster.audit.mark()
@@ -176,7 +180,7 @@ class Bench(object):
         wall = time.monotonic() - start
         if res.rc != 0:
             raise RuntimeError("the play failed:\n%s\n%s" % (res.stdout[-5000:], res.stderr[-3000:]))
-        events = [e for e in self.cluster.audit.events_since(mark) if e.get("userAgent") != STAND_IN_AGENT]
+        events = self.cluster.audit.events_since(mark)  # user admin's: kube-controllers' are its ServiceAccount's
         writes = [e for e in events if e.get("verb") in ("create", "update", "patch", "delete")]
         out = {"wall_s": round(wall, 1), "requests": len(events), "writes": len(writes),
                "conflicts_409_422": sum(1 for e in writes if e["responseStatus"]["code"] in (409, 422))}
@@ -188,13 +192,12 @@ class Bench(object):
     def run(self, contender, count):
         nodes = self.nodes[:count]
         self.reset(contender, nodes)
-        with KubeControllersStandIn(self.cluster, nodes, interval=0.5, workers=8) as stand_in:
+        with KubeControllers(self.cluster):
             if contender == "module":
                 out = self.play(MODULE_PLAY, {"record_ns": self.record_ns, "record_name": "bench-" + self.tag,
                                               "record_path": str(self.workdir / "module-record.json")})
             else:
                 out = self.play(LOOP_PLAY, {"loop_nodes": nodes})
-            stand_in.stop()
         self.verify(contender, nodes)
         out["endpoints"] = count
         out["per_endpoint"] = {"wall_ms": round(1000.0 * out["wall_s"] / count, 1),
@@ -203,6 +206,7 @@ class Bench(object):
 
     def cleanup(self):
         self.api.delete(KCC)
+        delete_automatic_endpoints(self.cluster)
         mine = set(self.nodes)
         names = [h["metadata"]["name"] for h in self.api.items(HEPS, limit=5000) if h["spec"].get("node") in mine]
         with ThreadPoolExecutor(8) as pool:

@@ -752,7 +752,7 @@ class Runner(object):
                 if now is None or rules.uid_of(now) != rules.uid_of(ep):
                     todo.append((node, rules.name_of(auto), ep, None))  # gone (or replaced) already
                     continue
-                if rules.labels_of(now) != rules.labels_of(ep):
+                if rules.endpoint_labels(now) != rules.endpoint_labels(ep):
                     self.counts["failed"] += 1
                     self.failures.append({"node": node, "endpoint": name, "error": (
                         "HostEndpoint %s: its labels changed since the plan, so it is kept; run again to copy "
@@ -819,7 +819,7 @@ class Runner(object):
                 entry = store.get(key)
                 recorded = entry.get("endpoint") or {}
                 name = rules.name_of(recorded)
-                info = {"name": name, "node": entry.get("node"), "labels": rules.labels_of(recorded),
+                info = {"name": name, "node": entry.get("node"), "labels": rules.endpoint_labels(recorded),
                         "uid": rules.uid_of(recorded)}
                 self.endpoints.append(info)
                 existing = current.get(name)

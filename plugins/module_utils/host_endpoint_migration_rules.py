@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import json
 
 CREATED_BY_LABEL = "projectcalico.org/created-by"
 CREATED_BY_VALUE = "calico-kube-controllers"
@@ -77,6 +78,24 @@ def labels_of(obj):
     return dict(_meta(obj).get("labels") or {})
 
 
+def endpoint_labels(ep):
+    """A HostEndpoint's labels as Calico reads them. Through crd.projectcalico.org/v1, what Calico itself
+    writes (calico-kube-controllers' automatic endpoints, calicoctl) keeps only ``projectcalico.org/`` labels
+    in ``metadata.labels`` and the others in the JSON of the ``projectcalico.org/metadata`` annotation;
+    libcalico-go merges the two, the annotation's values winning. Through projectcalico.org/v3 there is no
+    such annotation and this is ``metadata.labels``."""
+    labels = labels_of(ep)
+    raw = (_meta(ep).get("annotations") or {}).get(CRD_METADATA_ANNOTATION)
+    if raw:
+        try:
+            stored = json.loads(raw)
+        except ValueError:
+            stored = None
+        if isinstance(stored, dict) and isinstance(stored.get("labels"), dict):
+            labels.update(stored["labels"])
+    return labels
+
+
 def node_of(ep):
     return ((ep or {}).get("spec") or {}).get("node") or ""
 
@@ -87,7 +106,7 @@ def interface_of(ep):
 
 def is_automatic(ep):
     """Created by calico-kube-controllers: its label, or its name."""
-    return (labels_of(ep).get(CREATED_BY_LABEL) == CREATED_BY_VALUE
+    return (endpoint_labels(ep).get(CREATED_BY_LABEL) == CREATED_BY_VALUE
             or name_of(ep).endswith(AUTO_SUFFIX))
 
 
@@ -102,7 +121,7 @@ def entry_key(ep):
 
 
 def brief(ep):
-    return {"name": name_of(ep), "node": node_of(ep), "labels": labels_of(ep), "uid": uid_of(ep)}
+    return {"name": name_of(ep), "node": node_of(ep), "labels": endpoint_labels(ep), "uid": uid_of(ep)}
 
 
 def plan(endpoints, nodes, label_conflicts="fail"):
@@ -142,7 +161,7 @@ def plan(endpoints, nodes, label_conflicts="fail"):
         current = nodes[node] or {}
         values = {}  # key -> {endpoint: value}
         for ep in eps:
-            for key, value in sorted(labels_of(ep).items()):
+            for key, value in sorted(endpoint_labels(ep).items()):
                 values.setdefault(key, {})[name_of(ep)] = value
         copy_, set_, skipped = {}, {}, []
         for key in sorted(values):
@@ -227,7 +246,7 @@ def automatic_ready(candidates, wanted):
         return None, "no automatic host endpoint"
     best_missing = None
     for ep in sorted(candidates, key=name_of):
-        labels = labels_of(ep)
+        labels = endpoint_labels(ep)
         missing = sorted(k for k, v in wanted.items() if labels.get(k) != v)
         if not missing:
             return ep, None

@@ -1,21 +1,25 @@
-"""host_endpoint_migration on the local control plane, with Calico v3.31.4's real CRDs.
+"""host_endpoint_migration on the local control plane, with Calico v3.31.4's real CRDs and the real
+calico-kube-controllers.
 
-The HostEndpoint and KubeControllersConfiguration CRDs come from ``operator-crds.yaml`` of the release mirror
-(server-side applied). calico-kube-controllers does not run here, so ``KubeControllersStandIn`` (a thread)
-plays its part: while KubeControllersConfiguration ``default`` says ``autoCreate: Enabled`` it creates
-``<node>-auto-hep`` (all interfaces, the node's labels plus ``projectcalico.org/created-by:
-calico-kube-controllers``) for the nodes it is given, one node at a time when asked to (``stagger``), and keeps
-their labels in step with the nodes. Its requests carry their own User-Agent, so the audit log tells its writes
-from the module's. The tests that rely on it say so in their names (``..._with_a_kube_controllers_stand_in``).
+The crd.projectcalico.org CRDs come from ``operator-crds.yaml`` of the release mirror (server-side applied).
+calico-kube-controllers v3.31.4 runs for real behind its Deployment (calico.yaml's, see kube_controllers.py; the
+pod runner runs the binary as its ServiceAccount): while KubeControllersConfiguration ``default`` says
+``autoCreate: Enabled`` it creates ``<node>-auto-hep`` for every node, keeping the node's labels in the
+``projectcalico.org/metadata`` annotation. Its writes are its ServiceAccount's in the audit log, the module's are
+``admin``'s; the tests' own writes while a job runs carry the User-Agent ``TEST_AGENT``. Where a test needs an
+automatic endpoint to appear late or never, an admission policy refuses the controller's create for held nodes
+(``HoldAutoHeps``), as a policy engine of a real cluster can.
 
-* three nodes (pristine control plane: KubeControllersConfiguration default does not exist yet): check mode
-  writes nothing; the migration copies the labels, creates ``default`` with autoCreate Enabled, records each old
-  endpoint and deletes it only after that node's automatic endpoint exists (order checked in the audit log),
-  never touches automatic endpoints, reports an endpoint whose node is missing; a re-run writes nothing;
-  ``restored`` brings the deleted endpoints back; a second ``restored`` writes nothing;
+* three nodes (pristine control plane; kube-controllers installed but scaled to 0, so KubeControllersConfiguration
+  default does not exist yet): check mode writes nothing; the migration copies the labels, creates ``default``
+  with autoCreate Enabled (kube-controllers is scaled up once it exists), records each old endpoint and deletes
+  it only after that node's automatic endpoint exists (held nodes released one every 3 s; order checked in the
+  audit log), never touches automatic endpoints, reports an endpoint whose node is missing; a re-run writes
+  nothing; ``restored`` brings the deleted endpoints back; a second ``restored`` writes nothing;
 * a label conflict: the play fails listing it and nothing is written; ``overwrite`` and ``skip`` each do what
   they say;
-* a node whose automatic endpoint never appears keeps its old endpoint and the play fails naming it;
+* a node whose automatic endpoint never appears (kube-controllers' create refused for it) keeps its old endpoint
+  and the play fails naming it;
 * with ``projectcalico.org/v3`` served (CRDs of the same schema standing in for the Calico API server, on a
   control plane of the test's own) the module reads and writes there, not in the crd.projectcalico.org CRDs.
 """
@@ -25,14 +29,13 @@ import threading
 import time
 import urllib.request
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
-from kubernetes import config as k8s_config
-from kubernetes import dynamic
-from kubernetes.dynamic.exceptions import NotFoundError
 
+from kube_controllers import HOLD_LABEL, TEST_AGENT, Api, HoldAutoHeps, KubeControllers, Releaser, calico_crd_docs, \
+    METRICS_OFF, calico_labels, delete_automatic_endpoints, running_config_auto_create
+from kube_controllers import USER as KC_USER
 from localcp.fixtures import Ansible
 
 pytestmark = pytest.mark.integration
@@ -40,7 +43,8 @@ pytestmark = pytest.mark.integration
 CRD = "crd.projectcalico.org/v1"
 CRD_NAMES = ("hostendpoints.crd.projectcalico.org", "kubecontrollersconfigurations.crd.projectcalico.org")
 PLAYBOOK = "playbooks/migrate_host_endpoints.yml"
-STAND_IN_AGENT = "calico-kube-controllers-stand-in"
+STAND_IN_AGENT = "calico-kube-controllers-stand-in"  # the v3 test's stand-in only
+V3 = "projectcalico.org/v3"
 CREATED_BY = {"projectcalico.org/created-by": "calico-kube-controllers"}
 TASK = "Host endpoints are"
 
@@ -54,37 +58,6 @@ HEPS = coll(CRD, "hostendpoints")
 KCC = coll(CRD, "kubecontrollersconfigurations") + "/default"
 
 
-class Api(object):
-    """Raw JSON requests through a kubernetes client of the test's own (independent of the code under test)."""
-
-    def __init__(self, cluster, user_agent=None):
-        api = k8s_config.new_client_from_config(config_file=cluster.kubeconfig)
-        if user_agent:
-            api.user_agent = user_agent
-        self.dyn = dynamic.DynamicClient(api)
-
-    def req(self, method, path, body=None, ctype="application/json", query=None):
-        resp = self.dyn.request(method, path, body=body, serialize=False, content_type=ctype,
-                                header_params={"Accept": "application/json"},
-                                query_params=list((query or {}).items()))
-        return json.loads(resp.data) if resp.data else None
-
-    def get(self, path):
-        try:
-            return self.req("GET", path)
-        except NotFoundError:
-            return None
-
-    def items(self, path, **query):
-        return self.req("GET", path, query=query)["items"]
-
-    def delete(self, path):
-        try:
-            self.req("DELETE", path)
-        except NotFoundError:
-            pass
-
-
 def crd_docs(mirror_url):
     with urllib.request.urlopen(mirror_url + "/v3.31.4/manifests/operator-crds.yaml", timeout=120) as resp:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -95,15 +68,19 @@ def crd_docs(mirror_url):
 
 
 def apply_crds(cluster):
-    """Server-side apply the two CRDs; return the names of those that did not exist before."""
+    """Server-side apply every crd.projectcalico.org CRD (kube-controllers needs them all to start); return the
+    names of those that did not exist before."""
     existing = set(cluster.kubectl("get", "crd", "-o", "name").stdout.split())
-    cluster.apply(yaml.safe_dump_all(crd_docs(cluster.mirror_url)))
-    for name in CRD_NAMES:
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/" + name)
+    docs = calico_crd_docs(cluster.mirror_url)
+    assert set(CRD_NAMES) <= set(d["metadata"]["name"] for d in docs)
+    cluster.apply(yaml.safe_dump_all(docs))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=120s",
+                    *["crd/" + d["metadata"]["name"] for d in docs])
     api = Api(cluster)
     cluster.wait_for(lambda: set(r["name"] for r in (api.get("/apis/" + CRD) or {}).get("resources", []))
                      >= {"hostendpoints", "kubecontrollersconfigurations"}, timeout=60, what="the CRDs in discovery")
-    return [n for n in CRD_NAMES if "customresourcedefinition.apiextensions.k8s.io/" + n not in existing]
+    return [d["metadata"]["name"] for d in docs
+            if "customresourcedefinition.apiextensions.k8s.io/" + d["metadata"]["name"] not in existing]
 
 
 def delete_crds(cluster, names):
@@ -115,29 +92,22 @@ def delete_crds(cluster, names):
                      timeout=300, what="the CRDs of this test file to be deleted")
 
 
-class KubeControllersStandIn(threading.Thread):
-    """calico-kube-controllers' automatic host endpoints, for the nodes it is given (it is not running here).
+# The only stand-in left: projectcalico.org/v3 here is CRDs of their own storage (no Calico API server), which the real
+# kube-controllers (it writes crd.projectcalico.org/v1 only) never reads nor writes.
+class V3KubeControllersStandIn(threading.Thread):
+    """calico-kube-controllers' automatic host endpoints in projectcalico.org/v3, for the nodes it is given: while
+    KubeControllersConfiguration default (v3) has autoCreate Enabled, ``<node>-auto-hep`` with the node's labels
+    and the created-by label. Its requests carry the User-Agent ``STAND_IN_AGENT``."""
 
-    While KubeControllersConfiguration default has autoCreate Enabled: each node of ``nodes`` (but ``skip``)
-    gets ``<node>-auto-hep`` with the node's labels and the created-by label, and the labels follow the node's.
-    ``stagger``: seconds between two creations (one node at a time). ``created``: node -> time.monotonic().
-    """
-
-    def __init__(self, cluster, nodes, skip=(), stagger=0.0, interval=0.3, workers=1, api_version=CRD):
-        super(KubeControllersStandIn, self).__init__(daemon=True)
+    def __init__(self, cluster, nodes, interval=0.3):
+        super(V3KubeControllersStandIn, self).__init__(daemon=True)
         self.api = Api(cluster, user_agent=STAND_IN_AGENT)
-        self.api_version = api_version
-        self.heps = coll(api_version, "hostendpoints")
-        self.kcc = coll(api_version, "kubecontrollersconfigurations") + "/default"
+        self.heps = coll(V3, "hostendpoints")
+        self.kcc = coll(V3, "kubecontrollersconfigurations") + "/default"
         self.nodes = set(nodes)
-        self.skip = set(skip)
-        self.stagger = stagger
         self.interval = interval
-        self.workers = workers
         self.halt = threading.Event()
         self.errors = []
-        self.created = {}
-        self._last = 0.0
 
     def run(self):
         while not self.halt.is_set():
@@ -165,38 +135,15 @@ class KubeControllersStandIn(threading.Thread):
         hep = ((((kcc or {}).get("spec") or {}).get("controllers") or {}).get("node") or {}).get("hostEndpoint") or {}
         if hep.get("autoCreate") != "Enabled":
             return
-        nodes = dict((n["metadata"]["name"], n) for n in self.api.items("/api/v1/nodes", limit=5000)
-                     if n["metadata"]["name"] in self.nodes and n["metadata"]["name"] not in self.skip)
-        autos = dict((h["metadata"]["name"], h) for h in self.api.items(
-            self.heps, labelSelector="projectcalico.org/created-by=calico-kube-controllers", limit=5000))
-        todo = []
-        for name in sorted(nodes):
-            labels = dict(nodes[name]["metadata"].get("labels") or {})
-            labels.update(CREATED_BY)
-            current = autos.get(name + "-auto-hep")
-            if current is None or current["metadata"].get("labels") != labels:
-                todo.append((name, labels, current))
-        if self.stagger:
-            if todo and time.monotonic() - self._last >= self.stagger:
-                self._one(*todo[0])
-                self._last = time.monotonic()
-            return
-        with ThreadPoolExecutor(self.workers) as pool:
-            list(pool.map(lambda t: self._one(*t), todo))
-
-    def _one(self, node, labels, current):
-        name = node + "-auto-hep"
-        if current is None:
-            self.api.req("POST", self.heps, {
-                "apiVersion": self.api_version, "kind": "HostEndpoint", "metadata": {"name": name, "labels": labels},
-                "spec": {"node": node, "interfaceName": "*", "expectedIPs": ["10.0.0.1"],
-                         "profiles": ["projectcalico-default-allow"]}})
-            self.created[node] = time.monotonic()
-        else:
-            gone = dict((k, None) for k in current["metadata"]["labels"] if k not in labels)
-            gone.update(labels)
-            self.api.req("PATCH", self.heps + "/" + name, {"metadata": {"labels": gone}},
-                         ctype="application/merge-patch+json")
+        for node in self.api.items("/api/v1/nodes", limit=5000):
+            name = node["metadata"]["name"]
+            if name in self.nodes and self.api.get(self.heps + "/" + name + "-auto-hep") is None:
+                labels = dict(node["metadata"].get("labels") or {})
+                labels.update(CREATED_BY)
+                self.api.req("POST", self.heps, {
+                    "apiVersion": V3, "kind": "HostEndpoint", "metadata": {"name": name + "-auto-hep", "labels": labels},
+                    "spec": {"node": name, "interfaceName": "*", "expectedIPs": ["10.0.0.1"],
+                             "profiles": ["projectcalico-default-allow"]}})
 
 
 def old_hep(name, node, labels, interface="*", api_version=CRD):
@@ -224,8 +171,10 @@ def play_vars(tmp_path, record_namespace="kube-system", **extra):
 
 
 def module_writes(events):
+    """The writes of the job: the admin's, but for the tests' own (User-Agent TEST_AGENT, or the v3 stand-in's)."""
     return [e for e in events if e.get("verb") in ("create", "update", "patch", "delete")
-            and e.get("userAgent") != STAND_IN_AGENT and "dryRun=" not in (e.get("requestURI") or "")]
+            and (e.get("user") or {}).get("username") == "admin"
+            and e.get("userAgent") not in (STAND_IN_AGENT, TEST_AGENT) and "dryRun=" not in (e.get("requestURI") or "")]
 
 
 def where(ev):
@@ -234,30 +183,36 @@ def where(ev):
 
 
 def labels_of(api, path):
-    return (api.get(path) or {}).get("metadata", {}).get("labels") or {}
+    """The labels of a Node, or of a Calico object as Calico reads them (metadata annotation included)."""
+    return calico_labels(api.get(path))
 
 
 # -- three nodes, from nothing (a control plane of the test's own) --------------------------------------------------
 
-def test_three_nodes_migrate_then_restore_with_a_kube_controllers_stand_in(pristine_cluster, tmp_path):
+def test_three_nodes_migrate_then_restore_with_the_real_kube_controllers(pristine_cluster, tmp_path):
     cluster = pristine_cluster
     ansible = Ansible(cluster, tmp_path)
     apply_crds(cluster)
     api = Api(cluster)
+    # installed, scaled to 0: it would create KubeControllersConfiguration default (autoCreate Disabled) on start
+    kube_controllers = KubeControllers(cluster, replicas=0).start()
     nodes = ["node-1", "node-2", "node-3"]  # the control plane's own kwok nodes
     labels = {"node-1": {"env": "prod", "zone": "a", "hep": "node-1"},
               "node-2": {"env": "prod", "zone": "b", "hep": "node-2"},
               "node-3": {"env": "prod", "zone": "c", "tier": "db"}}
     cluster.kubectl("label", "node", "node-1", "zone=a")  # one label already in place: not written again
+    for node in nodes:  # kube-controllers' create of their automatic endpoints is refused until released
+        cluster.kubectl("label", "node", node, HOLD_LABEL + "=true")
     for node in nodes:
         api.req("POST", HEPS, old_hep(node + "-all", node, labels[node]))
-    # left alone: an endpoint whose node is missing, a named-interface endpoint, two automatic ones
+    # left alone: an endpoint whose node is missing, a named-interface endpoint, two automatic ones (the one
+    # labelled created-by, of a node that does not exist, is the real kube-controllers' to delete: not the module's)
     api.req("POST", HEPS, old_hep("ghost-all", "ghost-node", {"env": "prod"}))
     untouched = [
         api.req("POST", HEPS, old_hep("node-1-eth0", "node-1", {"env": "prod"}, interface="eth0")),
         api.req("POST", HEPS, old_hep("node-9-auto-hep", "node-9", {"env": "old"})),
-        api.req("POST", HEPS, old_hep("custom", "node-9", dict(CREATED_BY, env="old"))),
     ]
+    api.req("POST", HEPS, old_hep("custom", "node-9", dict(CREATED_BY, env="old")))
     assert api.get(KCC) is None
     before = dict((n + "-all", api.get(HEPS + "/" + n + "-all")) for n in nodes)
 
@@ -276,19 +231,20 @@ def test_three_nodes_migrate_then_restore_with_a_kube_controllers_stand_in(prist
 
     # -- the migration ---------------------------------------------------------------------------------------
     progress = tmp_path / "progress.log"
-    with KubeControllersStandIn(cluster, nodes, stagger=3.0) as stand_in:
+    # kube-controllers is scaled up once the module has created default; the held nodes are released one every
+    # 3 s once it runs with autoCreate Enabled, so the automatic endpoints appear one node at a time
+    with HoldAutoHeps(cluster), Releaser(cluster, nodes, every=3.0, kube_controllers=kube_controllers):
         mark = cluster.audit.mark()
         play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(
             tmp_path, host_endpoint_migration_progress_path=str(progress)), diff=True)
-        assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:]
-        events = cluster.audit.events_since(mark)
-        stand_in.stop()
-    # the order, from the audit log: each old endpoint deleted only after its replacement was created, and
-    # recorded before that; per node (before the next node's replacement even existed)
+        assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:] + kube_controllers.log()
+        events = cluster.audit.events_since(mark, users=("admin", KC_USER))
+    # the order, from the audit log: each old endpoint deleted only after its replacement was created (by the real
+    # kube-controllers), and recorded before that; per node (before the next node's replacement even existed)
     writes = module_writes(events)
     seq = [where(e) for e in writes]
     created = dict((e["objectRef"]["name"][:-len("-auto-hep")], i) for i, e in enumerate(events)
-                   if e.get("userAgent") == STAND_IN_AGENT and e["verb"] == "create"
+                   if e["user"]["username"] == KC_USER and e["verb"] == "create"
                    and e["objectRef"]["resource"] == "hostendpoints" and e["responseStatus"]["code"] == 201)
     deleted = [(events.index(e), e["objectRef"]["name"]) for e in writes
                if e["verb"] == "delete" and e["objectRef"]["resource"] == "hostendpoints"]
@@ -306,6 +262,8 @@ def test_three_nodes_migrate_then_restore_with_a_kube_controllers_stand_in(prist
     assert sorted(seq[:3]) == ["patch nodes/node-1", "patch nodes/node-2", "patch nodes/node-3"]  # in parallel
     assert seq[3] == "create kubecontrollersconfigurations/default"
     assert not [s for s in seq if "auto-hep" in s or "/custom" in s or "eth0" in s or "ghost" in s], seq
+    assert api.get(HEPS + "/custom") is None and [where(e) for e in events if e["user"]["username"] == KC_USER
+                                                  and where(e) == "delete hostendpoints/custom"]
     assert "node node-2: automatic host endpoint node-2-auto-hep present after" in progress.read_text()
 
     res = module_result(play)
@@ -314,15 +272,18 @@ def test_three_nodes_migrate_then_restore_with_a_kube_controllers_stand_in(prist
     assert res["kube_controllers"]["action"] == "created"
     assert any("ghost-all (node ghost-node)" in w for w in res.get("warnings", [])), res.get("warnings")
     kcc = api.get(KCC)
-    assert kcc["spec"]["controllers"]["node"]["hostEndpoint"] == {"autoCreate": "Enabled"}
-    assert kcc["spec"]["controllers"]["policy"] == {"reconcilerPeriod": "5m"}  # Calico's defaults, not a stub
+    assert kcc["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"] == "Enabled"
+    # Calico's defaults, not a stub (kube-controllers writes its status back with Go's duration spelling)
+    assert kcc["spec"]["controllers"]["policy"]["reconcilerPeriod"] in ("5m", "5m0s")
+    assert running_config_auto_create(kcc) == "Enabled"  # what the real kube-controllers runs with
     for node in nodes:
         node_labels = labels_of(api, "/api/v1/nodes/" + node)
         auto = api.get(HEPS + "/" + node + "-auto-hep")
         assert auto is not None, node
+        assert auto["spec"]["interfaceName"] == "*" and auto["spec"]["profiles"] == ["projectcalico-default-allow"]
         for key, value in labels[node].items():
             assert node_labels[key] == value
-            assert auto["metadata"]["labels"][key] == value
+            assert calico_labels(auto)[key] == value
         assert api.get(HEPS + "/" + node + "-all") is None
     assert api.get(HEPS + "/ghost-all") is not None
     for obj in untouched:
@@ -397,7 +358,7 @@ def test_projectcalico_v3_is_used_when_served_with_a_kube_controllers_stand_in(p
     for node in ("node-1", "node-2"):
         api.req("POST", heps, old_hep(node + "-all", node, {"env": "v3"}, api_version=v3))
     decoy = api.req("POST", HEPS, old_hep("decoy-all", "node-3", {"env": "crd"}))
-    with KubeControllersStandIn(cluster, ["node-1", "node-2"], api_version=v3) as stand_in:
+    with V3KubeControllersStandIn(cluster, ["node-1", "node-2"]) as stand_in:
         mark = cluster.audit.mark()
         play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(tmp_path))
         events = cluster.audit.events_since(mark)
@@ -431,13 +392,13 @@ def world(cluster, calico_crds):
     everything removed afterwards."""
     api = Api(cluster)
     tag = uuid.uuid4().hex[:5]
-    w = {"api": api, "tag": tag, "nodes": []}
+    w = {"api": api, "tag": tag, "nodes": [], "kube_controllers": []}
     if api.get(KCC) is not None:
         pytest.fail("KubeControllersConfiguration default exists already: another test left it behind")
     api.req("POST", coll(CRD, "kubecontrollersconfigurations"), {
         "apiVersion": CRD, "kind": "KubeControllersConfiguration", "metadata": {"name": "default"},
-        "spec": {"controllers": {"node": {"reconcilerPeriod": "5m", "syncLabels": "Enabled",
-                                          "hostEndpoint": {"autoCreate": "Disabled"}}}}})
+        "spec": dict(METRICS_OFF, controllers={"node": {"reconcilerPeriod": "5m", "syncLabels": "Enabled",
+                                                        "hostEndpoint": {"autoCreate": "Disabled"}}})})
 
     def add_nodes(specs):
         names = ["hep-%s-%s" % (tag, n) for n in specs]
@@ -445,10 +406,20 @@ def world(cluster, calico_crds):
         cluster.add_nodes([cluster.node_spec(name, labels=labels) for name, labels in zip(names, specs.values())])
         return names
     w["add_nodes"] = add_nodes
+
+    def kube_controllers():
+        """The real calico-kube-controllers, running until the end of the test."""
+        kc = KubeControllers(cluster)
+        w["kube_controllers"].append(kc)
+        return kc.start()
+    w["kube_controllers_start"] = kube_controllers
     try:
         yield w
     finally:
+        for kc in w["kube_controllers"]:
+            kc.stop()  # before default goes: it would create it again
         api.delete(KCC)
+        delete_automatic_endpoints(cluster)  # of every node: it serves the whole cluster
         for hep in api.items(HEPS):
             if hep["spec"].get("node") in w["nodes"]:
                 api.delete(HEPS + "/" + hep["metadata"]["name"])
@@ -476,16 +447,15 @@ def test_a_label_conflict_writes_nothing_and_is_listed(cluster, world, ansible, 
 
 
 @pytest.mark.parametrize("policy", ["overwrite", "skip"])
-def test_overwrite_and_skip_with_a_kube_controllers_stand_in(cluster, world, ansible, namespace, tmp_path, policy):
+def test_overwrite_and_skip_with_the_real_kube_controllers(cluster, world, ansible, namespace, tmp_path, policy):
     api = world["api"]
     n1, n2 = world["add_nodes"]({"1": {"env": "prod"}, "2": {}})
     api.req("POST", HEPS, old_hep(n1 + "-all", n1, {"env": "staging", "zone": "a"}))
     api.req("POST", HEPS, old_hep(n2 + "-all", n2, {"env": "prod"}))
-    with KubeControllersStandIn(cluster, [n1, n2]) as stand_in:
-        play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(
-            tmp_path, namespace, host_endpoint_migration_label_conflicts=policy))
-        stand_in.stop()
-    assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:]
+    kube_controllers = world["kube_controllers_start"]()
+    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(
+        tmp_path, namespace, host_endpoint_migration_label_conflicts=policy))
+    assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:] + kube_controllers.log()
     res = module_result(play)
     assert res["conflicts"][0]["resolution"] == policy
     expected_env = "staging" if policy == "overwrite" else "prod"
@@ -498,16 +468,18 @@ def test_overwrite_and_skip_with_a_kube_controllers_stand_in(cluster, world, ans
     assert n1_result["skipped_labels"] == ([] if policy == "overwrite" else ["env"])
 
 
-def test_a_node_whose_automatic_endpoint_never_appears_keeps_its_old_endpoint_with_a_kube_controllers_stand_in(
+def test_a_node_whose_automatic_endpoint_never_appears_keeps_its_old_endpoint_with_the_real_kube_controllers(
         cluster, world, ansible, namespace, tmp_path):
+    """kube-controllers runs, but an admission policy refuses its automatic endpoint for n2 (held)."""
     api = world["api"]
-    n1, n2 = world["add_nodes"]({"1": {}, "2": {}})
+    n1, n2 = world["add_nodes"]({"1": {}, "2": {HOLD_LABEL: "true"}})
     api.req("POST", HEPS, old_hep(n1 + "-all", n1, {"env": "prod"}))
     api.req("POST", HEPS, old_hep(n2 + "-all", n2, {"env": "prod"}))
-    with KubeControllersStandIn(cluster, [n1, n2], skip=[n2]) as stand_in:
+    with HoldAutoHeps(cluster):
+        kube_controllers = world["kube_controllers_start"]()
         play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(
-            tmp_path, namespace, host_endpoint_migration_wait_timeout=6))
-        stand_in.stop()
+            tmp_path, namespace, host_endpoint_migration_wait_timeout=30))
+        assert "held by the test" in kube_controllers.log(tail=200000)  # it tried, and was refused
     assert play.rc != 0
     res = module_result(play)
     assert "1 node(s) kept their old host endpoint(s)" in res["msg"]

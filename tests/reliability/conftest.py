@@ -1,5 +1,6 @@
-"""The reliability suite reuses the integration suites' helpers (stand-in CRDs and worlds, the calico-kube-controllers
-stand-in, the RBAC fixtures): tests/integration on sys.path, as pytest puts it there for its own tests."""
+"""The reliability suite reuses the integration suites' helpers (stand-in CRDs and worlds, the real
+calico-kube-controllers' Deployment of kube_controllers.py, the RBAC fixtures): tests/integration on sys.path, as
+pytest puts it there for its own tests."""
 
 import sys
 from pathlib import Path

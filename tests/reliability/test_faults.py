@@ -3,7 +3,8 @@ own, so the shared one is never down); the job fails; the API server comes back;
 state is the one an uninterrupted run leaves: no ownerReference, label or host endpoint is lost.
 
 (a) owner_references attach (playbooks/owner_references.yml), (b) host endpoint migration
-(playbooks/migrate_host_endpoints.yml, with the calico-kube-controllers stand-in of the integration tests),
+(playbooks/migrate_host_endpoints.yml, with the real calico-kube-controllers behind its Deployment, its automatic
+endpoints released one node at a time as in the integration tests),
 (c) the manifest upgrade's apply (playbooks/upgrade.yml, with the calico-node stand-in of the integration tests).
 """
 
@@ -17,7 +18,8 @@ import yaml
 
 from calico_support import SOURCE, TARGET, CalicoNodeStandIn, Install, get, image_tag, wait_daemonset
 from localcp.fixtures import Ansible
-from test_host_endpoint_migration import HEPS, KCC, KubeControllersStandIn, apply_crds, old_hep
+from kube_controllers import HOLD_LABEL, METRICS_OFF, HoldAutoHeps, KubeControllers, Releaser, calico_labels
+from test_host_endpoint_migration import HEPS, KCC, apply_crds, old_hep
 from test_host_endpoint_migration import Api as HepApi
 from test_owner_references import CALICO, CRDS, Api, calico_refs, coll, record_entries, ref
 from test_upgrade import CUSTOM_ENV, assert_upgraded_manifest, customise, record, upgrade_vars
@@ -177,15 +179,16 @@ def test_api_server_stopped_during_host_endpoint_migration(pristine_cluster, tmp
     api = HepApi(cluster)
     count = 24
     nodes = ["fault-%02d" % i for i in range(count)]
-    node_labels = dict((n, {"rack": "r%d" % (i % 3)}) for i, n in enumerate(nodes))
+    # held: kube-controllers' automatic endpoints are refused until the test releases the nodes one by one
+    node_labels = dict((n, {"rack": "r%d" % (i % 3), HOLD_LABEL: "true"}) for i, n in enumerate(nodes))
     hep_labels = dict((n, {"env": "prod", "hep": n, "rack": "r%d" % (i % 3)}) for i, n in enumerate(nodes))
     cluster.add_nodes([cluster.node_spec(n, labels=node_labels[n]) for n in nodes])
     for n in nodes:
         api.req("POST", HEPS, old_hep(n + "-all", n, hep_labels[n]))
     api.req("POST", coll("crd.projectcalico.org/v1", "kubecontrollersconfigurations"), {
         "apiVersion": "crd.projectcalico.org/v1", "kind": "KubeControllersConfiguration", "metadata": {"name": "default"},
-        "spec": {"controllers": {"node": {"reconcilerPeriod": "5m", "syncLabels": "Enabled",
-                                          "hostEndpoint": {"autoCreate": "Disabled"}}}}})
+        "spec": dict(METRICS_OFF, controllers={"node": {"reconcilerPeriod": "5m", "syncLabels": "Enabled",
+                                                        "hostEndpoint": {"autoCreate": "Disabled"}}})})
     before = dict((n, api.get(HEPS + "/" + n + "-all")) for n in nodes)
     play_vars = {"host_endpoint_migration_record_namespace": "kube-system",
                  "host_endpoint_migration_record_name": "hep-fault",
@@ -208,19 +211,19 @@ def test_api_server_stopped_during_host_endpoint_migration(pristine_cluster, tmp
     watcher = threading.Thread(target=watch_protection, args=(stop,), daemon=True)
     watcher.start()
     deletes = AuditCounter(cluster, '"verb":"delete"', '"resource":"hostendpoints"')
-    # one automatic endpoint every 0.4 s: the migration is still under way when the API server stops
-    with KubeControllersStandIn(cluster, nodes, stagger=0.4) as stand_in:
+    # the real kube-controllers; one node released every 0.4 s: the migration is still under way when the API
+    # server stops (kube-controllers loses it too, and the pod runner starts it again when it exits)
+    with KubeControllers(cluster) as kube_controllers, HoldAutoHeps(cluster), Releaser(cluster, nodes, every=0.4):
         rc, stopped_at, log = interrupt(cluster, ansible, MIGRATE, play_vars, deletes.count, at_least=count // 4)
         assert rc != 0, log[-3000:]
         remaining = [n for n in nodes if api.get(HEPS + "/" + n + "-all") is not None]
         assert 0 < len(remaining) < count, (stopped_at, remaining)
-        stand_in.errors[:] = []  # it could not reach the API server either
         # -- the re-run finishes ---------------------------------------------------------------------------------
         play = ansible.playbook(MIGRATE, extra_vars=play_vars)
-        stand_in.stop()
+        kc_log = kube_controllers.log()
     stop.set()
     watcher.join(timeout=10)
-    assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:]
+    assert play.rc == 0, play.stdout[-4000:] + play.stderr[-2000:] + kc_log
     res = task_result(play, "Host endpoints are migrated")
     print("API server stopped after %d deletions, %d old endpoints left; re-run: %s"
           % (stopped_at, len(remaining), res["counts"]))
@@ -233,7 +236,7 @@ def test_api_server_stopped_during_host_endpoint_migration(pristine_cluster, tmp
         auto = api.get(HEPS + "/" + n + "-auto-hep")
         assert auto is not None, n
         for key, value in hep_labels[n].items():
-            assert auto["metadata"]["labels"][key] == value, (n, key)
+            assert calico_labels(auto)[key] == value, (n, key)
         assert api.get(HEPS + "/" + n + "-all") is None, n
     assert api.get(KCC)["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"] == "Enabled"
     cm = api.get(coll("v1", "configmaps", "kube-system") + "/hep-fault")

@@ -14,7 +14,8 @@ import uuid
 import pytest
 import yaml
 
-from test_host_endpoint_migration import HEPS, KCC, KubeControllersStandIn, apply_crds, delete_crds, old_hep
+from kube_controllers import METRICS_OFF, KubeControllers, delete_automatic_endpoints
+from test_host_endpoint_migration import HEPS, KCC, apply_crds, delete_crds, old_hep
 from test_host_endpoint_migration import Api as HepApi
 from test_owner_references import CALICO, CRDS, Api, calico_refs, coll, ref
 from test_rbac import JOBS, RBAC, can_i, service_account, token_run  # noqa: F401 - service_account: a fixture
@@ -169,24 +170,28 @@ def test_migrate_host_endpoints_runs_with_its_roles_only(cluster, service_accoun
     try:
         api.req("POST", coll("crd.projectcalico.org/v1", "kubecontrollersconfigurations"), {
             "apiVersion": "crd.projectcalico.org/v1", "kind": "KubeControllersConfiguration",
-            "metadata": {"name": "default"}, "spec": {"controllers": {"node": {"hostEndpoint": {"autoCreate": "Disabled"}}}}})
+            "metadata": {"name": "default"},
+            "spec": dict(METRICS_OFF, controllers={"node": {"hostEndpoint": {"autoCreate": "Disabled"}}})})
         cluster.add_nodes([cluster.node_spec(node, labels={})])
         api.req("POST", HEPS, old_hep(node + "-all", node, {"env": "rbac"}))
         env, user = service_account("migrate-host-endpoints")
-        with KubeControllersStandIn(cluster, [node]) as stand_in:
+        # the real calico-kube-controllers creates the automatic endpoint (with calico.yaml's ClusterRole)
+        with KubeControllers(cluster) as kube_controllers:
             res = token_run("playbooks/migrate_host_endpoints.yml", env, tmp_path,
                             host_endpoint_migration_record_name=record,
                             host_endpoint_migration_record_path=str(tmp_path / "record.json"),
                             host_endpoint_migration_poll_interval=0.5, host_endpoint_migration_wait_timeout=60)
-            stand_in.stop()
-        assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+            kc_log = kube_controllers.log()
+        assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:] + kc_log
+        assert api.get(HEPS + "/" + node + "-auto-hep") is not None
         assert api.get(HEPS + "/" + node + "-all") is None
         assert api.get("/api/v1/nodes/" + node)["metadata"]["labels"]["env"] == "rbac"
         assert json.loads(api.get(coll("v1", "configmaps", "kube-system") + "/" + record)["data"]["record.json"])
         assert not can_i(cluster, user, "delete", "nodes")
         assert not can_i(cluster, user, "patch", "daemonsets", "-n", "kube-system")
     finally:
-        api.delete(KCC)
+        api.delete(KCC)  # kube-controllers stopped with its block: nothing creates default again
+        delete_automatic_endpoints(cluster)
         for hep in api.items(HEPS):
             if hep["spec"].get("node") == node:
                 api.delete(HEPS + "/" + hep["metadata"]["name"])

@@ -1,5 +1,7 @@
 """The planning rules of host_endpoint_migration (pure functions)."""
 
+import json
+
 import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils import host_endpoint_migration_rules as rules
@@ -145,6 +147,29 @@ def test_automatic_ready_needs_every_copied_label():
     named = auto("n3")
     named["spec"]["interfaceName"] = "eth0"
     assert "n3" not in rules.automatic_by_node([named])
+
+
+def test_labels_calico_keeps_in_its_metadata_annotation_count():
+    """What calico-kube-controllers v3.31.4 really writes through crd.projectcalico.org/v1 (seen on the local
+    control plane): only projectcalico.org/ labels in metadata.labels, the node's labels in the JSON of the
+    projectcalico.org/metadata annotation. Calico reads the two merged, the annotation winning; so does the plan."""
+    meta = {"creationTimestamp": "2026-11-24T22:12:23Z",
+            "labels": {"env": "prod", "zone": "a", rules.CREATED_BY_LABEL: rules.CREATED_BY_VALUE}}
+    real = hep("n1-auto-hep", "n1", {rules.CREATED_BY_LABEL: rules.CREATED_BY_VALUE},
+               annotations={rules.CRD_METADATA_ANNOTATION: json.dumps(meta)})
+    assert rules.endpoint_labels(real) == meta["labels"]
+    ep, why = rules.automatic_ready(rules.automatic_by_node([real])["n1"], {"env": "prod", "zone": "a"})
+    assert rules.name_of(ep) == "n1-auto-hep" and why is None
+    # an old endpoint written by calicoctl: its labels are copied although metadata.labels is empty
+    old = hep("n1-all", "n1", None, annotations={rules.CRD_METADATA_ANNOTATION: json.dumps(
+        {"labels": {"env": "staging"}})})
+    old["metadata"]["labels"] = {"env": "ignored-by-calico"}
+    assert rules.is_old(old) and rules.endpoint_labels(old) == {"env": "staging"}
+    planned = rules.plan([old], {"n1": {}})
+    assert planned["nodes"]["n1"]["copy"] == {"env": "staging"}
+    # an unreadable annotation leaves metadata.labels
+    bad = hep("h", "n1", {"a": "b"}, annotations={rules.CRD_METADATA_ANNOTATION: "{not json"})
+    assert rules.endpoint_labels(bad) == {"a": "b"}
 
 
 # -- KubeControllersConfiguration ---------------------------------------------------------------------------
