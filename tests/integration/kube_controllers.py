@@ -33,9 +33,7 @@ import time
 import urllib.request
 
 import yaml
-from kubernetes import config as k8s_config
-from kubernetes import dynamic
-from kubernetes.dynamic.exceptions import NotFoundError
+from k8s_api import Api
 
 NAMESPACE = "kube-system"
 NAME = "calico-kube-controllers"
@@ -47,37 +45,6 @@ HOLD_POLICY = "test-calico-ops-hold-auto-hep"
 TEST_AGENT = "calico-ops-test-setup"  # the User-Agent of the tests' own writes while a job runs
 KCC_PATH = "/apis/crd.projectcalico.org/v1/kubecontrollersconfigurations/default"
 METRICS_OFF = {"prometheusMetricsPort": 0}  # see the module's docstring: port 9094 is this machine's, not a pod's
-
-
-class Api(object):
-    """Raw JSON requests through a kubernetes client of the test's own (independent of the code under test)."""
-
-    def __init__(self, cluster, user_agent=None):
-        api = k8s_config.new_client_from_config(config_file=cluster.kubeconfig)
-        if user_agent:
-            api.user_agent = user_agent
-        self.dyn = dynamic.DynamicClient(api)
-
-    def req(self, method, path, body=None, ctype="application/json", query=None):
-        resp = self.dyn.request(method, path, body=body, serialize=False, content_type=ctype,
-                                header_params={"Accept": "application/json"},
-                                query_params=list((query or {}).items()))
-        return json.loads(resp.data) if resp.data else None
-
-    def get(self, path):
-        try:
-            return self.req("GET", path)
-        except NotFoundError:
-            return None
-
-    def items(self, path, **query):
-        return self.req("GET", path, query=query)["items"]
-
-    def delete(self, path):
-        try:
-            self.req("DELETE", path)
-        except NotFoundError:
-            pass
 
 
 def _docs(mirror_url, name):

@@ -22,7 +22,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -34,6 +33,8 @@ import ansible_collections.kubernetes.core as kubernetes_core
 ansible_runner = pytest.importorskip("ansible_runner")  # noqa: E402 - requirements-dev.txt pins it
 
 from calico_support import CalicoNodeStandIn, Install, get, image_tag, wait_daemonset, wipe_calico  # noqa: E402
+from kube_controllers import (METRICS_OFF, KubeControllers, calico_crd_docs,  # noqa: E402
+                              delete_automatic_endpoints)
 
 pytestmark = pytest.mark.integration
 
@@ -408,55 +409,14 @@ def test_owner_references_job(cluster, awx_job):
                         check=False)
 
 
-class AutoHostEndpoints(threading.Thread):
-    """calico-kube-controllers' part: once KubeControllersConfiguration default has autoCreate Enabled, every node
-    gets ``<node>-auto-hep`` with the node's labels and the created-by label (as tests/integration's migration
-    tests play it)."""
-
-    def __init__(self, cluster):
-        super(AutoHostEndpoints, self).__init__(daemon=True)
-        self.cluster, self.halt, self.errors = cluster, threading.Event(), []
-
-    def run(self):
-        while not self.halt.is_set():
-            try:
-                kcc = self.cluster.k8s.resources.get(api_version=CRD, kind="KubeControllersConfiguration")
-                heps = self.cluster.k8s.resources.get(api_version=CRD, kind="HostEndpoint")
-                items = kcc.get().to_dict()["items"]
-                on = [k for k in items if k["metadata"]["name"] == "default" and
-                      ((((k.get("spec") or {}).get("controllers") or {}).get("node") or {}).get("hostEndpoint")
-                       or {}).get("autoCreate") == "Enabled"]
-                if on:
-                    have = {h["metadata"]["name"] for h in heps.get().to_dict()["items"]}
-                    for node in self.cluster.k8s.resources.get(api_version="v1", kind="Node").get().to_dict()["items"]:
-                        name = node["metadata"]["name"] + "-auto-hep"
-                        if name in have:
-                            continue
-                        labels = dict(node["metadata"].get("labels") or {})
-                        labels["projectcalico.org/created-by"] = "calico-kube-controllers"
-                        heps.create(body={"apiVersion": CRD, "kind": "HostEndpoint",
-                                          "metadata": {"name": name, "labels": labels},
-                                          "spec": {"node": node["metadata"]["name"], "interfaceName": "*",
-                                                   "expectedIPs": ["10.0.0.1"],
-                                                   "profiles": ["projectcalico-default-allow"]}})
-            except Exception as exc:  # noqa: BLE001 - reported by the test
-                self.errors.append(repr(exc))
-            self.halt.wait(0.3)
-
-
 @pytest.fixture
 def calico_host_endpoint_crds(cluster):
-    import urllib.request
-    with urllib.request.urlopen(cluster.mirror_url + "/v3.31.4/manifests/operator-crds.yaml", timeout=120) as resp:
-        docs = [d for d in yaml.load_all(resp.read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-                if d and d.get("kind") == "CustomResourceDefinition" and d["spec"]["group"] == "crd.projectcalico.org"
-                and d["spec"]["names"]["plural"] in ("hostendpoints", "kubecontrollersconfigurations")]
-    assert len(docs) == 2
+    """Every crd.projectcalico.org CRD of operator-crds.yaml (the real calico-kube-controllers needs them all)."""
+    docs = calico_crd_docs(cluster.mirror_url)
     existing = set(cluster.kubectl("get", "crd", "-o", "name").stdout.split())
     cluster.apply(yaml.safe_dump_all(docs))
     names = [d["metadata"]["name"] for d in docs]
-    for name in names:
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/" + name)
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *["crd/" + n for n in names])
     yield
     cluster.kubectl("delete", "hostendpoints.crd.projectcalico.org,kubecontrollersconfigurations.crd.projectcalico.org",
                     "--all", "--ignore-not-found", check=False)
@@ -475,16 +435,18 @@ def test_migrate_host_endpoints_job(cluster, calico_host_endpoint_crds, awx_job)
                       "metadata": {"name": "manual-" + node, "labels": {"awx-job": "migrated"}},
                       "spec": {"node": node, "interfaceName": "*", "expectedIPs": ["192.0.2.10"],
                                "profiles": ["manual-profile"]}})
-    stand_in = AutoHostEndpoints(cluster)
-    stand_in.start()
+    # the real calico-kube-controllers (tests/integration/kube_controllers.py) creates the automatic endpoints;
+    # metrics off: its port 9094 is this machine's, another control plane's kube-controllers may hold it
+    cluster.apply(yaml.safe_dump({
+        "apiVersion": CRD, "kind": "KubeControllersConfiguration", "metadata": {"name": "default"},
+        "spec": dict(METRICS_OFF, controllers={"node": {"hostEndpoint": {"autoCreate": "Disabled"}}})}))
     try:
-        job = awx_job("playbooks/migrate_host_endpoints.yml",
-                      {"host_endpoint_migration_state": "migrated", "host_endpoint_migration_wait_timeout": 120})
+        with KubeControllers(cluster):
+            job = awx_job("playbooks/migrate_host_endpoints.yml",
+                          {"host_endpoint_migration_state": "migrated", "host_endpoint_migration_wait_timeout": 120})
     finally:
-        stand_in.halt.set()
-        stand_in.join(timeout=30)
+        delete_automatic_endpoints(cluster)
     job.assert_successful()
-    assert not stand_in.errors, stand_in.errors[:3]
     summary = job.artifacts["calico_ops_host_endpoint_migration"]
     assert summary["state"] == "migrated" and summary["missing_nodes"] == [], summary
     names = {h["metadata"]["name"] for h in heps.get().to_dict()["items"]}

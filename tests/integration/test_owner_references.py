@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes.dynamic.exceptions import NotFoundError
 
 from localcp.mirror import REPO_ROOT
+from k8s_api import Api
 
 pytestmark = pytest.mark.integration
 
@@ -54,37 +54,6 @@ CRDS = [
     _crd("projectcalico.org", "v3", "globalnetworkpolicies", "GlobalNetworkPolicy", "Cluster"),
     _crd("tests.calico-ops.io", "v1", "widgets", "Widget", "Namespaced"),
 ]
-
-
-class Api(object):
-    """Raw JSON requests through the test's own kubernetes client (independent of the code under test)."""
-
-    def __init__(self, cluster):
-        self.dyn = cluster.k8s
-
-    def req(self, method, path, body=None, ctype="application/json", query=None):
-        resp = self.dyn.request(method, path, body=body, serialize=False, content_type=ctype,
-                                header_params={"Accept": "application/json"},
-                                query_params=list((query or {}).items()))
-        return json.loads(resp.data) if resp.data else None
-
-    def get(self, path):
-        try:
-            return self.req("GET", path)
-        except NotFoundError:
-            return None
-
-    def create(self, collection, body):
-        return self.req("POST", collection, body)
-
-    def delete(self, path, wait=False):
-        try:
-            self.req("DELETE", path, {"kind": "DeleteOptions", "apiVersion": "v1",
-                                      "propagationPolicy": "Background"})
-        except NotFoundError:
-            return
-        while wait and self.get(path) is not None:
-            time.sleep(0.2)
 
 
 def coll(api_version, plural, namespace=None):

@@ -377,8 +377,11 @@ def test_operator_upgrade(cluster, ansible, install, tmp_path):
     cluster.wait_for(lambda: reported_version(cluster) == OPERATOR_SOURCE, timeout=240, interval=2,
                      what="the real operator %s reporting %s" % (OPERATOR_OF[OPERATOR_SOURCE], OPERATOR_SOURCE))
     assert calico_node_tag(cluster) == OPERATOR_SOURCE
+    # upgrade_apiserver: the v3.31 operator updates v3.29's IP pools only through the Calico API server (without it,
+    # the real operator reports ippools Degraded "Unable to modify IP pools while Calico API server is unavailable")
     variables = upgrade_vars(cluster, tmp_path, install, upgrade_goldmane=True, upgrade_whisker=True,
-                             upgrade_tigerastatus_expected=["calico"], upgrade_timeout=300)
+                             upgrade_apiserver=True, upgrade_tigerastatus_expected=["calico", "apiserver"],
+                             upgrade_timeout=300)
     # check mode: dry runs only - Goldmane and Whisker, whose CRDs the dry run of operator-crds.yaml would
     # create, are reported instead of dry-run
     mark = cluster.audit.mark()
@@ -403,7 +406,9 @@ def test_operator_upgrade(cluster, ansible, install, tmp_path):
     assert crd(cluster, "goldmanes.operator.tigera.io") is not None
     assert get(cluster, "operator.tigera.io/v1", "Goldmane", "default") is not None
     assert get(cluster, "operator.tigera.io/v1", "Whisker", "default") is not None
+    assert get(cluster, "operator.tigera.io/v1", "APIServer", "default") is not None
     assert_the_operator_rolled_calico(cluster, TARGET, mark)
+    assert cluster.processes("calico-apiserver"), "the real calico-apiserver v3.31.4 serves projectcalico.org/v3"
     names = ran(res)
     assert not any(n.startswith("Detach owner references") for n in names), "v3.29.7 needs no detach"
     assert any(n.startswith("Wait for every TigeraStatus") for n in names)
@@ -434,7 +439,9 @@ def test_helm_upgrade(cluster, ansible, install, tmp_path):
     install.forget_later(SOURCE, "operator-crds.yaml")
     before = helm_release(cluster)
     assert before["chart"] == "tigera-operator-%s" % SOURCE and before["revision"] == "1"
-    variables = upgrade_vars(cluster, tmp_path, install, upgrade_timeout=300)
+    # the Calico API server on for the target (the v3.31 operator updates earlier IP pools only through it)
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_timeout=300,
+                             upgrade_helm_values={"apiServer": {"enabled": True}})
     cluster.wait_for_process("tigera-operator", OPERATOR_OF[SOURCE], timeout=120)
     cluster.wait_for(lambda: reported_version(cluster) == SOURCE, timeout=240, interval=2,
                      what="the real operator %s reporting %s" % (OPERATOR_OF[SOURCE], SOURCE))

@@ -276,6 +276,16 @@ def build_helm() -> Path:
     return _go_install(HELM_MODULE, "helm.sh/helm/v3/cmd/helm", ver, "helm", flags)
 
 
+def remember_source(memo: Path, folder: Path) -> Path:
+    """Note in the cache where a folder of ../shared was found (a clone elsewhere has no ../shared beside it)."""
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        memo.write_text(str(folder.resolve()))
+    except OSError:
+        pass
+    return folder.resolve()
+
+
 def third_party_dir() -> Path:
     """Release sources the Go module proxy refuses (Tigera operator, its API modules, Calico's monorepo) with
     their build scripts: ``CALICO_OPS_THIRD_PARTY_DIR``, ``../shared/third_party`` beside the repository, or
@@ -289,12 +299,7 @@ def third_party_dir() -> Path:
         candidates.append(Path(remembered.read_text().strip()))
     for c in candidates:
         if (c / "build-tigera-operator.sh").is_file() and (c / "build-calico-component.sh").is_file():
-            try:
-                remembered.parent.mkdir(parents=True, exist_ok=True)
-                remembered.write_text(str(c.resolve()))
-            except OSError:
-                pass
-            return c.resolve()
+            return remember_source(remembered, c)
     raise BuildError("third_party: the Tigera operator and Calico sources (github.com/tigera/operator and "
                      "github.com/projectcalico/calico are refused by the Go module proxy) were looked for in "
                      + ", ".join(str(c) for c in candidates)

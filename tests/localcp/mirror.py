@@ -13,7 +13,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from .build import cache_root
+from .build import cache_root, remember_source
 
 VERSIONS = ["v3.27.5", "v3.29.7", "v3.31.4"]
 FILES = ["operator-crds.yaml", "tigera-operator.yaml", "custom-resources.yaml", "calico.yaml",
@@ -58,12 +58,7 @@ def source_dir(explicit: Path | None = None) -> Path:
     remembered = cache_root() / "calico-releases.source"
     for c in candidates:
         if _complete(c):
-            try:
-                remembered.parent.mkdir(parents=True, exist_ok=True)
-                remembered.write_text(str(c.resolve()))
-            except OSError:
-                pass
-            return c.resolve()
+            return remember_source(remembered, c)
     try:
         return download(cache_root() / "calico-releases")
     except OSError as exc:

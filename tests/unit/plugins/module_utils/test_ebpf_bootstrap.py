@@ -13,6 +13,13 @@ KP = {"metadata": {"name": "kube-proxy", "labels": {"k8s-app": "kube-proxy"}}}
 OK_OPERATOR = dict(configmap=None, endpoint_slices=SLICE, kube_proxy=KP, version="v3.31.4")
 
 
+def facts(**changes):
+    """The facts of a cluster where the operator path may go on, with ``changes``."""
+    out = dict(OK_OPERATOR)
+    out.update(changes)
+    return out
+
+
 def test_configmap_path_with_a_plain_installation_is_fine():
     assert eb.problems("configmap", inst()) == []
 
@@ -33,7 +40,7 @@ def test_operator_path_with_everything_in_place_is_fine():
 
 
 def test_operator_path_refuses_the_configmap():
-    out = eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **dict(OK_OPERATOR, configmap={"data": {}}),
+    out = eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **facts(configmap={"data": {}}),
                       configmap_namespace="calico-ops")
     assert len(out) == 1 and "ConfigMap calico-ops/kubernetes-services-endpoint exists" in out[0]
 
@@ -41,24 +48,24 @@ def test_operator_path_refuses_the_configmap():
 def test_operator_path_needs_a_ready_kubernetes_endpoint_slice():
     not_ready = [{"endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": False}}]}]
     for slices in (None, [], not_ready):
-        out = eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **dict(OK_OPERATOR, endpoint_slices=slices))
+        out = eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **facts(endpoint_slices=slices))
         assert len(out) == 1 and "EndpointSlice" in out[0]
 
 
 def test_operator_path_needs_an_unmanaged_kube_proxy_daemonset():
-    out = eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **dict(OK_OPERATOR, kube_proxy=None))
+    out = eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **facts(kube_proxy=None))
     assert len(out) == 1 and "kubeproxy-monitor Degraded" in out[0]
     managed = {"metadata": {"labels": {"addonmanager.kubernetes.io/mode": "Reconcile"}}}
-    out = eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **dict(OK_OPERATOR, kube_proxy=managed))
+    out = eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **facts(kube_proxy=managed))
     assert len(out) == 1 and "addonmanager.kubernetes.io/mode=Reconcile" in out[0]
     argo = {"metadata": {"annotations": {"argocd.argoproj.io/tracking-id": "x"}}}
-    assert eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **dict(OK_OPERATOR, kube_proxy=argo))
+    assert eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **facts(kube_proxy=argo))
 
 
 def test_operator_path_refuses_old_releases_and_contradicting_overrides():
-    out = eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **dict(OK_OPERATOR, version="v3.30.5"))
+    out = eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **facts(version="v3.30.5"))
     assert len(out) == 1 and "v3.31.0 or later" in out[0] and "v3.30.5" in out[0]
-    assert eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **dict(OK_OPERATOR, version="v3.22.2"),
+    assert eb.problems("operator", inst(**eb.OPERATOR_FIELDS), **facts(version="v3.22.2"),
                        variant="TigeraSecureEnterprise") == []
     out = eb.problems("operator", inst(bpfNetworkBootstrap="Enabled", kubeProxyManagement="Disabled"), **OK_OPERATOR)
     assert len(out) == 1 and "kubeProxyManagement: Disabled" in out[0]
