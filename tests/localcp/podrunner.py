@@ -456,14 +456,6 @@ class PodRunner:
                     log(f"{proc.label}: {proc.problem}")
             if not proc.binary:
                 continue
-            if proc.popen is None and proc.comp.exclusive:
-                other = next((o for o in self.procs.values() if o is not proc and o.comp is proc.comp
-                              and o.popen is not None and o.popen.poll() is None
-                              and o.pod["metadata"]["namespace"] == pod["metadata"]["namespace"]), None)
-                if other is not None:
-                    proc.problem = (f"standby: {other.label} serves at the Service's ClusterIP:port, which one "
-                                    "process can bind (a second replica's endpoint is simulated by kwok)")
-                    continue
             proc.pod = pod  # latest status, for fieldRefs of a restart
             if proc.popen is not None and proc.popen.poll() is None:
                 if now - proc.started > 30:
@@ -479,6 +471,15 @@ class PodRunner:
                 continue
             if now < proc.next_start:
                 continue
+            if proc.comp.exclusive:
+                other = next((o for o in self.procs.values() if o is not proc and o.comp is proc.comp
+                              and o.popen is not None and o.popen.poll() is None
+                              and o.pod["metadata"]["namespace"] == pod["metadata"]["namespace"]), None)
+                if other is not None:
+                    proc.problem = (f"standby: {other.label} serves at the Service's ClusterIP:port, which one "
+                                    "process can bind (a second replica's endpoint is simulated by kwok)")
+                    proc.popen, proc.next_start = None, 0.0
+                    continue
             try:
                 self._start(proc)
                 proc.problem = ""
