@@ -126,3 +126,40 @@ def test_normalize_ignores_server_bookkeeping():
 def test_unnamed_document_is_refused():
     with pytest.raises(ap.ApplyError, match="no apiVersion, kind or metadata.name"):
         ap.apply_documents(StubClient(), [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}], "m")
+
+
+class RejectingClient(StubClient):
+    """The API server rejects (422) one named ConfigMap, dry run or not."""
+
+    def __init__(self, bad, objects=None):
+        super().__init__(objects)
+        self.bad = bad
+
+    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False):
+        if method == "PATCH" and body["metadata"]["name"] in self.bad:
+            self.calls.append((method, path, bool(dry_run)))
+            raise ClientError("PATCH %s: 422 Unprocessable Entity: ConfigMap %r is invalid: data: Too long"
+                              % (path, body["metadata"]["name"]), status=422)
+        return super().request(method, path, body, query, content_type, dry_run)
+
+
+def test_every_document_is_dry_run_before_the_first_write_and_a_rejection_writes_nothing():
+    client = RejectingClient({"c", "e"}, {("v1", "Namespace", None, "app"): dict(NS)})
+    docs = [dict(CM, metadata={"name": n, "namespace": "app"}) for n in "abcde"]
+    with pytest.raises(ap.ApplyError) as err:
+        ap.apply_documents(client, docs, "calico-ops")
+    assert writes(client) == []
+    assert [r["document"] for r in err.value.rejected] == ["ConfigMap app/c", "ConfigMap app/e"]
+    msg = str(err.value)
+    assert "rejected 2 of 5 document(s)" in msg and "nothing was written" in msg
+    assert "ConfigMap app/c (v1): PATCH /api/v1/namespaces/app/configmaps/c: 422 Unprocessable Entity" in msg
+    dry = [c for c in client.calls if c[0] == "PATCH" and c[2]]
+    assert len(dry) == 5  # every document, not only up to the first rejection
+
+
+def test_without_a_rejection_the_dry_runs_come_first_then_the_writes_in_order():
+    client = StubClient({("v1", "Namespace", None, "app"): dict(NS)})
+    docs = [dict(CM, metadata={"name": n, "namespace": "app"}) for n in "ab"]
+    ap.apply_documents(client, docs, "calico-ops")
+    patches = [(c[1].rsplit("/", 1)[1], c[2]) for c in client.calls if c[0] == "PATCH"]
+    assert patches == [("a", True), ("b", True), ("a", False), ("b", False)]
