@@ -399,10 +399,10 @@ def carry_etcd(endpoints, tls, live):
         out["paths"][key] = path
         out["notes"].append("%s (%s) kept from %s" % (key, path, cm_name))
     if not tls:
-        out["keep_secret"] = bool(secret.get("exists")) or secret.get("exists") is None and bool(cm)
+        out["keep_secret"] = bool(secret.get("exists")) or (secret.get("exists") is None and bool(cm))
         if out["keep_secret"]:
-            out["notes"].append("%s kept as it is%s" % (secret_name, (" (keys %s)" % ", ".join(secret_keys))
-                                                         if secret_keys else ""))
+            keys = (" (keys %s)" % ", ".join(secret_keys)) if secret_keys else ""
+            out["notes"].append("%s kept as it is%s" % (secret_name, keys))
     elif secret_keys:
         given = set(f for k, f in ETCD_TLS_KEYS if k in tls)
         dropped = [k for k in secret_keys if k not in given]

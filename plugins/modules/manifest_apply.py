@@ -18,8 +18,9 @@ description:
     any of them the module fails naming each rejected document with the server's message, and writes nothing.
     (Objects of a type a CRD of the same call creates, or in a namespace the same call creates, cannot be
     dry-run before that write; they are dry-run when reached.)
-  - The dry run shows what each object would become; only an object that would change is applied for real. A re-run therefore makes no write, check mode makes none (dry runs persist
-    nothing), and the diff is the server's own answer.
+  - The dry run shows what each object would become; only an object that would change is applied for real.
+    A re-run therefore makes no write, check mode makes none (dry runs persist nothing), and the diff is the
+    server's own answer.
   - Live objects are read with one paginated LIST per type when several documents share a type.
   - Can wait for applied CustomResourceDefinitions to be Established.
 author:
