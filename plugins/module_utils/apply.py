@@ -127,7 +127,9 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
     Every document is dry-run (server-side) before the first write, so a document the API server rejects stops
     the call with nothing written (ApplyError naming every rejected document with the server's message, its
     ``rejected`` attribute listing them). Only documents that cannot be dry-run yet are dry-run when reached:
-    objects of a type a CRD of the same call creates, and objects in a namespace the same call creates."""
+    objects of a type a CRD of the same call creates, and objects whose dry run is refused as NotFound naming
+    an object an earlier document of the same call creates (their namespace; the ClusterRole a new
+    ClusterRoleBinding grants, which RBAC's escalation check reads when the caller may not bind any role)."""
     resolver = TypeResolver(client)
     docs = [copy.deepcopy(d) for d in docs if d]
     for doc in docs:
@@ -147,7 +149,7 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
     served_ids = set(id(d) for d in served)
     plan = []  # (doc, step): step is None (dry-run when reached) or (ns, path, before, dry)
     rejected = []
-    namespaces_created = set()
+    created = []  # names of the earlier documents of this call that would be created
     for doc in docs:
         if id(doc) not in served_ids:
             plan.append((doc, None))
@@ -156,16 +158,19 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
         try:
             dry = _dry_run(client, path, doc, query)
         except ClientError as exc:
-            if exc.status == 404 and ns and ns in namespaces_created:
-                plan.append((doc, None))  # its namespace is created by an earlier document of this call
+            if exc.status == 404 and any('"%s"' % name in str(exc) or "'%s'" % name in str(exc) for name in created):
+                # it needs an object an earlier document of this call creates (its namespace; the ClusterRole a
+                # binding grants, which the API server must read when the caller may not bind any role):
+                # dry-run when reached, after that write
+                plan.append((doc, None))
                 continue
             rejected.append({"document": describe(doc), "apiVersion": doc["apiVersion"], "status": exc.status,
                              "message": str(exc)})
             continue
         before = live.get((doc["apiVersion"], doc["kind"], ns, doc["metadata"]["name"]))
         plan.append((doc, (ns, path, before, dry)))
-        if doc["kind"] == "Namespace" and doc["apiVersion"] == "v1" and before is None:
-            namespaces_created.add(doc["metadata"]["name"])
+        if before is None:
+            created.append(doc["metadata"]["name"])
     if rejected:
         raise ApplyError("the API server rejected %d of %d document(s) in a server-side dry run; nothing was "
                          "written: %s" % (len(rejected), len(docs), "; ".join(

@@ -16,8 +16,9 @@ description:
     order; objects of a CRD applied earlier in the same call are applied once the CRD is served.
   - Every document is first sent as a server-side dry run, before the first write; when the API server rejects
     any of them the module fails naming each rejected document with the server's message, and writes nothing.
-    (Objects of a type a CRD of the same call creates, or in a namespace the same call creates, cannot be
-    dry-run before that write; they are dry-run when reached.)
+    (Objects of a type a CRD of the same call creates, or whose dry run needs an object the same call creates
+    - their namespace, the ClusterRole a new binding grants - cannot be dry-run before that write; they are
+    dry-run when reached.)
   - The dry run shows what each object would become; only an object that would change is applied for real.
     A re-run therefore makes no write, check mode makes none (dry runs persist nothing), and the diff is the
     server's own answer.

@@ -163,3 +163,27 @@ def test_without_a_rejection_the_dry_runs_come_first_then_the_writes_in_order():
     ap.apply_documents(client, docs, "calico-ops")
     patches = [(c[1].rsplit("/", 1)[1], c[2]) for c in client.calls if c[0] == "PATCH"]
     assert patches == [("a", True), ("b", True), ("a", False), ("b", False)]
+
+
+class NeedsEarlierClient(StubClient):
+    """Plays RBAC's escalation check: the dry run of ``binding`` is NotFound while ``role`` does not exist."""
+
+    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False):
+        if method == "PATCH" and body["metadata"]["name"] == "binding" and \
+                ("v1", "ConfigMap", "app", "role") not in self.objects:
+            self.calls.append((method, path, bool(dry_run)))
+            raise ClientError('PATCH %s: 404 Not Found: clusterroles.rbac.authorization.k8s.io "role" not found'
+                              % path, status=404)
+        return super().request(method, path, body, query, content_type, dry_run)
+
+
+def test_a_document_that_needs_an_object_the_call_creates_is_dry_run_after_that_write():
+    client = NeedsEarlierClient({("v1", "Namespace", None, "app"): dict(NS)})
+    docs = [dict(CM, metadata={"name": n, "namespace": "app"}) for n in ("role", "binding")]
+    results, _changed = ap.apply_documents(client, docs, "calico-ops")
+    assert [r["action"] for r in results] == ["created", "created"]
+    # not created by this call: a real rejection, nothing written
+    client = NeedsEarlierClient({("v1", "Namespace", None, "app"): dict(NS)})
+    with pytest.raises(ap.ApplyError, match="rejected 1 of 1"):
+        ap.apply_documents(client, docs[1:], "calico-ops")
+    assert writes(client) == []
