@@ -494,6 +494,8 @@ def render_upgrade(text, patches=(), etcd_endpoints=None, etcd_tls=None, etcd_li
         if not hits:
             raise PatchError("upgrade_manifest_patches[%d] (%s) matches no document of the manifest"
                              % (index, _describe(entry)))
+        if any(_is_etcd_secret(edited[i]) for i in hits):
+            carried["keep_secret"] = False  # the user changes the Secret: it is applied (and guarded below)
         for i in hits:
             try:
                 if "patch" in entry:
@@ -504,6 +506,8 @@ def render_upgrade(text, patches=(), etcd_endpoints=None, etcd_tls=None, etcd_li
                 raise PatchError("upgrade_manifest_patches[%d] (%s): %s" % (index, _describe(entry), exc))
         report.append({"index": index, "target": _describe(entry), "type": "strategic" if "patch" in entry
                        else "json", "matched": len(hits)})
+    if not carried["keep_secret"]:
+        carried["notes"] = [n for n in carried["notes"] if "kept as it is" not in n]
     if etcd_live is not None:
         problems = etcd_overwrites([d for d in edited if not (carried["keep_secret"] and _is_etcd_secret(d))],
                                    etcd_live)

@@ -191,3 +191,12 @@ def test_all_material_given_replaces_the_live_settings():
     secret = by_kind(docs, "Secret", "calico-etcd-secrets")["data"]
     assert base64.b64decode(secret["etcd-ca"]) == b"CA-PEM"
     assert by_kind(docs, "ConfigMap", "canal-config")["data"]["etcd_endpoints"] == "https://10.0.0.9:2379"
+
+
+def test_a_user_patch_of_the_etcd_secret_is_applied_and_guarded():
+    patch = [{"kind": "Secret", "name": "calico-etcd-secrets", "patch": {"metadata": {"labels": {"team": "net"}}}}]
+    with pytest.raises(mf.ManifestError, match="key etcd-ca would be removed"):
+        mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), patch, [], {}, etcd_live=live_etcd())
+    _a, docs, _r = mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), patch, [], {},
+                                     etcd_live=live_etcd(paths=False, keys=()))
+    assert by_kind(docs, "Secret", "calico-etcd-secrets")["metadata"]["labels"] == {"team": "net"}
