@@ -33,10 +33,17 @@ def calico_url_problems(values):
     return calico_version.url_problems(values)
 
 
+def calico_target_problems(target, allow_untested=False, minimum=calico_version.MINIMUM_SOURCE,
+                           newest_tested=calico_version.NEWEST_TESTED):
+    return calico_version.target_problems(target, allow_untested=allow_untested, minimum=minimum,
+                                          newest_tested=newest_tested)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "calico_upgrade_plan": calico_upgrade_plan,
             "calico_version_problems": calico_version_problems,
             "calico_url_problems": calico_url_problems,
+            "calico_target_problems": calico_target_problems,
         }

@@ -23,7 +23,12 @@ _VOLATILE_METADATA = ("resourceVersion", "managedFields", "generation", "creatio
 
 
 class ApplyError(Exception):
-    """A document could not be applied; the message names it."""
+    """A document could not be applied; the message names it. ``rejected``: the documents the API server
+    refused in the dry run before any write (document, apiVersion, status, message)."""
+
+    def __init__(self, message, rejected=None):
+        super(ApplyError, self).__init__(message)
+        self.rejected = rejected or []
 
 
 def normalize(obj):
@@ -151,84 +156,126 @@ def _live_objects(client, resolver, docs, wait):
     return live
 
 
+def _dry_run(client, path, doc, query):
+    return client.request("PATCH", path, body=doc, content_type="application/apply-patch+yaml",
+                          query=dict(query, dryRun="All"), dry_run=True)
+
+
+def _place(resolver, doc, namespace):
+    """Set (or drop) the document's namespace as its type requires; return ``(namespace, path)``."""
+    rtype = resolver.resolve(doc["apiVersion"], doc["kind"])
+    meta = doc.setdefault("metadata", {})
+    ns = None
+    if rtype.namespaced:
+        ns = meta.get("namespace") or namespace or "default"
+        meta["namespace"] = ns
+    else:
+        meta.pop("namespace", None)
+    return ns, api_path(doc["apiVersion"], rtype.plural, ns, meta["name"])
+
+
 def apply_documents(client, docs, field_manager, force=True, check_mode=False, namespace=None, wait=0):
     """Apply ``docs``; return ``(results, changed)``. ``results`` has one entry per document:
-    ``{"kind", "name", "namespace", "action": created|updated|unchanged, "before", "after"}``."""
+    ``{"kind", "name", "namespace", "action": created|updated|unchanged, "before", "after"}``.
+
+    Every document is dry-run (server-side) before the first write, so a document the API server rejects stops
+    the call with nothing written (ApplyError naming every rejected document with the server's message, its
+    ``rejected`` attribute listing them). Only documents that cannot be dry-run yet are dry-run when reached:
+    objects of a type a CRD of the same call creates, and objects whose dry run is refused as NotFound naming
+    an object an earlier document of the same call creates (their namespace; the ClusterRole a new
+    ClusterRoleBinding grants, which RBAC's escalation check reads when the caller may not bind any role)."""
     resolver = TypeResolver(client)
     docs = [copy.deepcopy(d) for d in docs if d]
     for doc in docs:
         if not doc.get("apiVersion") or not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
             raise ApplyError("a document has no apiVersion, kind or metadata.name: %r" % (doc,)[:300])
+    query = {"fieldManager": field_manager, "force": "true" if force else None}
+    served = []
+    for doc in docs:
+        try:
+            resolver.resolve(doc["apiVersion"], doc["kind"], timeout=0)
+        except ApplyError:
+            continue
+        _place(resolver, doc, namespace)
+        served.append(doc)
+    live = _live_objects(client, resolver, served, 0) if served else {}
+    # 1. the dry run of every document that can be dry-run now; nothing is written before it has passed
+    served_ids = set(id(d) for d in served)
+    plan = []  # (doc, step): step is None (dry-run when reached) or (ns, path, before, dry)
+    rejected = []
+    created = []  # names of the earlier documents of this call that would be created
+    for doc in docs:
+        if id(doc) not in served_ids:
+            plan.append((doc, None))
+            continue
+        ns, path = _place(resolver, doc, namespace)
+        try:
+            dry = _dry_run(client, path, doc, query)
+        except ClientError as exc:
+            if exc.status == 404 and any('"%s"' % name in str(exc) or "'%s'" % name in str(exc) for name in created):
+                # it needs an object an earlier document of this call creates (its namespace; the ClusterRole a
+                # binding grants, which the API server must read when the caller may not bind any role):
+                # dry-run when reached, after that write
+                plan.append((doc, None))
+                continue
+            rejected.append({"document": describe(doc), "apiVersion": doc["apiVersion"], "status": exc.status,
+                             "message": str(exc)})
+            continue
+        before = live.get((doc["apiVersion"], doc["kind"], ns, doc["metadata"]["name"]))
+        plan.append((doc, (ns, path, before, dry)))
+        if before is None:
+            created.append(doc["metadata"]["name"])
+    if rejected:
+        raise ApplyError("the API server rejected %d of %d document(s) in a server-side dry run; nothing was "
+                         "written: %s" % (len(rejected), len(docs), "; ".join(
+                             "%s (%s): %s" % (r["document"], r["apiVersion"], r["message"]) for r in rejected)),
+                         rejected=rejected)
+    # 2. in order, write what would change
     results = []
     changed = False
-    created_namespaces = set()
-    # Types created by the same call (CRDs first, then their objects) are resolved when reached.
-    pending = list(docs)
-    while pending:
-        # the next run of documents whose types are served now
-        batch = []
-        for doc in pending:
-            try:
-                resolver.resolve(doc["apiVersion"], doc["kind"], timeout=0)
-            except ApplyError:
-                if batch:
-                    break
-                if check_mode:
-                    # Nothing was created in check mode, so a type whose CRD an earlier step (or document)
-                    # would create is not served: report the object as to be created, do not wait for it.
-                    changed = True
-                    results.append(dict(_result(doc, None, "created", None, doc),
-                                        note="%s %s is not served yet" % (doc["apiVersion"], doc["kind"])))
-                    break
-                resolver.resolve(doc["apiVersion"], doc["kind"], timeout=wait)
-            batch.append(doc)
-        if not batch:
-            pending = pending[1:]
-            continue
-        pending = pending[len(batch):]
-        live = _live_objects(client, resolver, batch, wait)
-        for doc in batch:
-            rtype = resolver.resolve(doc["apiVersion"], doc["kind"])
-            meta = doc.setdefault("metadata", {})
-            ns = None
-            if rtype.namespaced:
-                ns = meta.get("namespace") or namespace or "default"
-                meta["namespace"] = ns
-            else:
-                meta.pop("namespace", None)
-            path = api_path(doc["apiVersion"], rtype.plural, ns, meta["name"])
-            query = {"fieldManager": field_manager, "force": "true" if force else None}
-            before = live.get((doc["apiVersion"], doc["kind"], ns, meta["name"]))
-            try:
-                dry = client.request("PATCH", path, body=doc, content_type="application/apply-patch+yaml",
-                                     query=dict(query, dryRun="All"), dry_run=True)
-            except ClientError as exc:
-                if check_mode and exc.status == 404 and ns and ns in created_namespaces:
-                    # check mode: its namespace would be created by an earlier document of this call
-                    changed = True
-                    results.append(_result(doc, ns, "created", None, doc))
-                    continue
-                raise ApplyError("%s: %s" % (describe(doc), exc))
-            if before is not None and normalize(dry) == normalize(before):
-                results.append(_result(doc, ns, "unchanged", before, before))
-                continue
-            if before is not None and only_controller_defaults(doc, before, dry):
-                results.append(dict(_result(doc, ns, "unchanged", before, before),
-                                    note="every field it sets is in place; a controller's defaults inside its "
-                                         "lists are left alone"))
-                continue
-            changed = True
-            action = "created" if before is None else "updated"
-            after = dry
-            if not check_mode:
+    for doc, step in plan:
+        if step is None:
+            if check_mode:
+                # Nothing is created in check mode, so a type whose CRD (or a namespace that) an earlier
+                # document or step would create does not exist: report the object as to be created.
+                changed = True
+                note = {}
                 try:
-                    after = client.request("PATCH", path, body=doc, content_type="application/apply-patch+yaml",
-                                           query=query)
-                except ClientError as exc:
-                    raise ApplyError("%s: %s" % (describe(doc), exc))
-            results.append(_result(doc, ns, action, before, after))
-            if doc["kind"] == "Namespace" and doc["apiVersion"] == "v1" and action == "created":
-                created_namespaces.add(meta["name"])
+                    resolver.resolve(doc["apiVersion"], doc["kind"], timeout=0)
+                    ns = _place(resolver, doc, namespace)[0]
+                except ApplyError:
+                    ns = None
+                    note = {"note": "%s %s is not served yet" % (doc["apiVersion"], doc["kind"])}
+                results.append(dict(_result(doc, ns, "created", None, doc), **note))
+                continue
+            resolver.resolve(doc["apiVersion"], doc["kind"], timeout=wait)
+            ns, path = _place(resolver, doc, namespace)
+            rtype = resolver.resolve(doc["apiVersion"], doc["kind"])
+            before = client.get(doc["apiVersion"], rtype.plural, doc["metadata"]["name"], namespace=ns)
+            try:
+                dry = _dry_run(client, path, doc, query)
+            except ClientError as exc:
+                raise ApplyError("%s: %s" % (describe(doc), exc))
+        else:
+            ns, path, before, dry = step
+        if before is not None and normalize(dry) == normalize(before):
+            results.append(_result(doc, ns, "unchanged", before, before))
+            continue
+        if before is not None and only_controller_defaults(doc, before, dry):
+            results.append(dict(_result(doc, ns, "unchanged", before, before),
+                                note="every field it sets is in place; a controller's defaults inside its lists "
+                                     "are left alone"))
+            continue
+        changed = True
+        action = "created" if before is None else "updated"
+        after = dry
+        if not check_mode:
+            try:
+                after = client.request("PATCH", path, body=doc, content_type="application/apply-patch+yaml",
+                                       query=query)
+            except ClientError as exc:
+                raise ApplyError("%s: %s" % (describe(doc), exc))
+        results.append(_result(doc, ns, action, before, after))
     return results, changed
 
 

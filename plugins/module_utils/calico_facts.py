@@ -201,6 +201,7 @@ def read(client, names=None):
             cm = _get(client, "v1", "configmaps", name, n["manifest_namespace"])
             if cm is not None:
                 obs["configmaps"][name] = cm
+    obs["etcd_secret"] = _etcd_secret_keys(client, obs["configmaps"], n["manifest_namespace"])
     obs["cluster_information"], obs["cluster_information_api"] = None, None
     for api in (CRD_API, V3_API):
         ci = _get(client, api, "clusterinformations", "default")
@@ -219,6 +220,42 @@ def read(client, names=None):
             obs["allow_all_upgrade"], obs["allow_all_upgrade_api"] = gnp, api
             break
     return obs
+
+
+ETCD_SECRET = "calico-etcd-secrets"
+ETCD_CONFIG_KEYS = ("etcd_endpoints", "etcd_ca", "etcd_cert", "etcd_key")
+
+
+def _etcd_secret_keys(client, configmaps, namespace):
+    """With an etcd ConfigMap: whether Secret ``calico-etcd-secrets`` exists and the names of its non-empty keys.
+    Only the names leave this function, never a value; ``keys`` is None when the Secret cannot be read."""
+    if not any("etcd_endpoints" in ((cm.get("data") or {})) for cm in (configmaps or {}).values()):
+        return None
+    try:
+        secret = client.get("v1", "secrets", ETCD_SECRET, namespace=namespace)
+    except ClientError as exc:
+        if exc.status in (403, 503):
+            return {"namespace": namespace, "name": ETCD_SECRET, "exists": None, "keys": None,
+                    "reason": "cannot be read (%s)" % exc.status}
+        raise
+    if secret is None:
+        return {"namespace": namespace, "name": ETCD_SECRET, "exists": False, "keys": []}
+    keys = sorted(k for k, v in (secret.get("data") or {}).items() if v)
+    return {"namespace": namespace, "name": ETCD_SECRET, "exists": True, "keys": keys}
+
+
+def detect_etcd(obs):
+    """The live etcd datastore settings of a manifest install: the ConfigMap's ``etcd_endpoints`` and TLS paths,
+    and the key names of Secret ``calico-etcd-secrets`` (never their values); None without an etcd ConfigMap."""
+    for name, cm in sorted((obs.get("configmaps") or {}).items()):
+        data = cm.get("data") or {}
+        if "etcd_endpoints" in data:
+            return ({"configmap": {"namespace": _meta(cm).get("namespace"), "name": name,
+                                   "data": dict((k, data.get(k) or "") for k in ETCD_CONFIG_KEYS)},
+                     "secret": obs.get("etcd_secret")},
+                    "ConfigMap %s/%s and Secret %s/%s" % (_meta(cm).get("namespace"), name,
+                                                          _meta(cm).get("namespace"), ETCD_SECRET))
+    return None, "no ConfigMap with etcd_endpoints"
 
 
 def _manifest_node_daemonset(obs):
@@ -466,6 +503,7 @@ def detect(obs, overrides=None):
                                                                      obs.get("allow_all_upgrade_api"))
                                     if gnp is not None else "no GlobalNetworkPolicy %s through the Kubernetes API"
                                     % ALLOW_ALL_UPGRADE)
+    facts["etcd"], sources["etcd"] = detect_etcd(obs)
     managers, how = detect_installer(obs, method)
     facts["installer_field_managers"] = managers
     sources["installer_field_managers"] = how

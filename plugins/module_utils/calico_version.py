@@ -23,6 +23,8 @@ LOOSE = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-+._][0-9A-Za-z.+_-]*)?$
 URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 
 MINIMUM_SOURCE = "v3.15.0"
+# The newest release whose files this collection's tests upgrade to; a newer target needs an explicit opt-in.
+NEWEST_TESTED = "v3.31.4"
 OWNER_REFERENCES_BEFORE = "v3.28.0"
 OPEN_SOURCE_VARIANT = "Calico"
 
@@ -105,6 +107,26 @@ def url_problems(values):
             if not isinstance(item, str) or not URL.match(item):
                 out.append("%s must be an http:// or https:// URL, not %r" % (label, item))
     return out
+
+
+def target_problems(target, allow_untested=False, minimum=MINIMUM_SOURCE, newest_tested=NEWEST_TESTED,
+                    variable="upgrade_target_version", opt_in="upgrade_allow_untested_target"):
+    """Messages when the target is outside the supported range ``minimum`` .. ``newest_tested``: older is always
+    refused; newer only without ``allow_untested`` (the opt-in). A target that is not ``vX.Y.Z`` is left to
+    ``version_problems``."""
+    try:
+        target_t = parse_version(target, variable)
+    except VersionError:
+        return []
+    low, high = parse_version(minimum, "minimum"), parse_version(newest_tested, "newest tested")
+    supported = "the supported targets are %s to %s" % (fmt(low), fmt(high))
+    if target_t < low:
+        return ["%s %s is older than %s: %s" % (variable, fmt(target_t), fmt(low), supported)]
+    if target_t > high and not allow_untested:
+        return ["%s %s is newer than %s, the newest release this collection is tested with (%s); set %s: true "
+                "to upgrade to it anyway (every document of the target is still dry-run server-side before the "
+                "first write)" % (variable, fmt(target_t), fmt(high), supported, opt_in)]
+    return []
 
 
 def plan(current, target, record=None, variant=None, minimum=MINIMUM_SOURCE,

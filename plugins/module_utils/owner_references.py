@@ -27,12 +27,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import os
 import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.discovery import discover
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import (
-    RecordStoreError, open_record_store)
+    DEFAULT_RECORD_DIR, RecordStoreError, find_records, open_record_store)
 
 JOB = "owner_references"
 DEFAULT_OWNER_API_VERSIONS = ["projectcalico.org/v3"]
@@ -92,11 +93,32 @@ def _refs_patch(uid, current, new, resource_version):
     return ops
 
 
+def describe_object(obj):
+    """``Kind namespace/name`` (``Kind name`` when cluster-scoped) of a record's dependent."""
+    return "%s %s%s" % (obj.get("kind"), (obj["namespace"] + "/") if obj.get("namespace") else "", obj.get("name"))
+
+
+def missing_owners_message(missing):
+    """One line naming every dependent left without an owner reference, with the owner it lost."""
+    by_dependent = {}
+    order = []
+    for m in missing:
+        label = describe_object(m["dependent"])
+        if label not in by_dependent:
+            by_dependent[label] = []
+            order.append(label)
+        by_dependent[label].append(m["reason"])
+    return ("%d owner reference(s) were left out because the owner is missing (they stay pending in the record); "
+            "%d dependent(s) are without them: %s" % (
+                len(missing), len(order), "; ".join("%s: owner %s" % (label, ", owner ".join(by_dependent[label]))
+                                                    for label in order)))
+
+
 class Runner(object):
     def __init__(self, client, owner_api_versions=None, record_namespace=DEFAULT_RECORD_NAMESPACE,
                  record_name=DEFAULT_RECORD_NAME, record_path=None, fail_on_unlistable=True,
                  fail_on_missing_owner=True, diff=False, page_size=500, checkpoint_every=CHECKPOINT_EVERY,
-                 checkpoint_seconds=CHECKPOINT_SECONDS):
+                 checkpoint_seconds=CHECKPOINT_SECONDS, require_record=True):
         self.client = client
         self.owner_api_versions = list(owner_api_versions or DEFAULT_OWNER_API_VERSIONS)
         self.record_namespace = record_namespace or DEFAULT_RECORD_NAMESPACE
@@ -104,6 +126,7 @@ class Runner(object):
         self.record_path = record_path
         self.fail_on_unlistable = fail_on_unlistable
         self.fail_on_missing_owner = fail_on_missing_owner
+        self.require_record = require_record
         self.want_diff = diff
         self.page_size = page_size
         self.checkpoint_every = max(1, int(checkpoint_every))
@@ -116,6 +139,7 @@ class Runner(object):
         self.unlistable = []
         self.missing = []
         self.failures = []
+        self.notes = []
         self.diffs = []
         self.store = None
 
@@ -144,6 +168,8 @@ class Runner(object):
                "failures": self.failures}
         if self.store is not None:
             out["record"] = self.store.describe()
+        if self.notes:
+            out["notes"] = list(self.notes)
         if self.want_diff:
             out["diff"] = self.diffs
         return out
@@ -314,8 +340,32 @@ class Runner(object):
 
     # -- attached ------------------------------------------------------------------------------------
 
+    def _no_record(self, store):
+        """Attach found no record where it was told to look: fail naming where it looked and any record of this
+        job found elsewhere (other namespaces' ConfigMaps, other files), unless the user said there is nothing
+        to attach (``require_record=false``)."""
+        where = "ConfigMap %s/%s and file %s" % (store.namespace, store.name, store.path)
+        if not self.require_record:
+            self.notes.append("no record at %s; require_record=false: nothing to attach" % where)
+            return self.result("attached", False)
+        directories = [os.path.dirname(store.path), os.path.expanduser(DEFAULT_RECORD_DIR)]
+        found, unsearched = find_records(self.client, JOB, directories, cluster=store.cluster_id)
+        msg = ("No owner references record at %s: nothing was attached. References detached earlier stay "
+               "detached until the record is found." % where)
+        if found:
+            msg += " A record of this job was found at: %s; point record_namespace/record_name/record_path at it." % (
+                "; ".join("%s (%d entries, %d pending)" % (f["where"], f["entries"], f["pending"]) for f in found))
+        if unsearched:
+            msg += " Not searched: %s." % "; ".join(unsearched)
+        msg += " If there is nothing to attach (the detach recorded nothing), set require_record=false."
+        result = self.result("attached", False)
+        result["records_found"] = found
+        raise OwnerReferencesError(msg, result)
+
     def attach(self):
         store = self._open_store()
+        if not store.loaded_from["configmaps"] and not store.loaded_from["file"]:
+            return self._no_record(store)
         pending = store.pending()
         if not pending:
             return self.result("attached", False)
@@ -362,8 +412,7 @@ class Runner(object):
             problems.append("%d object(s) could not be re-attached: %s" % (
                 len(self.failures), "; ".join(f["error"] for f in self.failures[:5])))
         if self.missing and self.fail_on_missing_owner:
-            problems.append("%d owner reference(s) were left out because the owner is missing: %s" % (
-                len(self.missing), "; ".join(m["reason"] for m in self.missing[:5])))
+            problems.append(missing_owners_message(self.missing))
         if problems:
             raise OwnerReferencesError(" ".join(problems), self.result("attached", attached_any))
         return self.result("attached", attached_any)
@@ -447,7 +496,8 @@ class Runner(object):
             uid, why = self._owner_uid(discovery, dep, ref, owners)
             if uid is None:
                 self.counts["missing_owners"] += 1
-                self.missing.append({"dependent": dep, "owner": _owner_brief(ref), "reason": why})
+                self.missing.append({"dependent": dep, "owner": _owner_brief(ref), "reason": why,
+                                     "lost": "%s: owner %s" % (describe_object(dep), why)})
                 continue
             new_ref = dict(ref)
             new_ref["uid"] = uid
@@ -511,6 +561,10 @@ class Runner(object):
 
 def run(client, params, diff=False):
     """Entry point for the module: ``params`` holds the module's options."""
+    if params.get("owner_api_versions") is not None and not [v for v in params["owner_api_versions"] if v]:
+        raise OwnerReferencesError("owner_api_versions is an empty list: give at least one owner apiVersion (for "
+                                   "example projectcalico.org/v3); nothing was read or written",
+                                   {"changed": False, "state": params.get("state")})
     runner = Runner(client,
                     owner_api_versions=params.get("owner_api_versions"),
                     record_namespace=params.get("record_namespace"),
@@ -518,6 +572,7 @@ def run(client, params, diff=False):
                     record_path=params.get("record_path"),
                     fail_on_unlistable=params.get("fail_on_unlistable", True),
                     fail_on_missing_owner=params.get("fail_on_missing_owner", True),
+                    require_record=params.get("require_record", True),
                     diff=diff,
                     page_size=params.get("page_size") or 500)
     try:

@@ -120,7 +120,10 @@ facts:
     - C(method), C(datastore), C(flavor), C(version), C(variant), C(alp), C(istio_version) (each overridable),
       and C(node_daemonset) (namespace and name), C(helm_release), C(cluster_version) (ClusterInformation),
       C(installation_version), C(tigerastatus) (installed, ready, lines, components), C(allow_all_upgrade)
-      (present, api_version, name, selector) and C(installer_field_managers) (who applied the workload).
+      (present, api_version, name, selector), C(installer_field_managers) (who applied the workload) and
+      C(etcd), the live etcd datastore settings of a manifest install (C(configmap) with the C(etcd_endpoints),
+      C(etcd_ca), C(etcd_cert) and C(etcd_key) of its data; C(secret) Secret C(calico-etcd-secrets), whether it
+      exists and the names of its keys, never their values; null without an etcd ConfigMap).
   returned: always
   type: dict
   sample:
@@ -138,6 +141,7 @@ facts:
     tigerastatus: {installed: false, ready: false, lines: [], components: []}
     allow_all_upgrade: {present: false}
     installer_field_managers: [kubectl-client-side-apply]
+    etcd: null
 sources:
   description: For each key of RV(facts), where the value came from.
   returned: always

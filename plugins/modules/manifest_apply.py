@@ -14,9 +14,14 @@ version_added: 0.1.0
 description:
   - Applies documents with server-side apply under one field manager (conflicts forced by default), in
     order; objects of a CRD applied earlier in the same call are applied once the CRD is served.
-  - Before each apply, a server-side dry run shows what the object would become; only an object that would
-    change is applied for real. A re-run therefore makes no write, check mode makes none (dry runs persist
-    nothing), and the diff is the server's own answer.
+  - Every document is first sent as a server-side dry run, before the first write; when the API server rejects
+    any of them the module fails naming each rejected document with the server's message, and writes nothing.
+    (Objects of a type a CRD of the same call creates, or whose dry run needs an object the same call creates
+    - their namespace, the ClusterRole a new binding grants - cannot be dry-run before that write; they are
+    dry-run when reached.)
+  - The dry run shows what each object would become; only an object that would change is applied for real.
+    A re-run therefore makes no write, check mode makes none (dry runs persist nothing), and the diff is the
+    server's own answer.
   - Live objects are read with one paginated LIST per type when several documents share a type.
   - Can wait for applied CustomResourceDefinitions to be Established.
 author:
@@ -78,6 +83,14 @@ counts:
   returned: always
   type: dict
   sample: {created: 0, updated: 1, unchanged: 31}
+rejected:
+  description: The documents the API server rejected in the dry run (nothing was written), with its message.
+  returned: when the dry run rejected a document
+  type: list
+  elements: dict
+  sample:
+    - {document: DaemonSet kube-system/calico-node, apiVersion: apps/v1, status: 422,
+       message: "PATCH /apis/apps/v1/...: 422 Unprocessable Entity: DaemonSet.apps \"calico-node\" is invalid: ..."}
 not_established:
   description: CRDs that were not Established within the timeout (the task fails then).
   returned: when wait_established
@@ -137,7 +150,9 @@ def main():
         if p["wait_established"] and not module.check_mode:
             crds = [r["name"] for r in results if r["kind"] == "CustomResourceDefinition"]
             not_established = wait_crds_established(client, crds, p["timeout"])
-    except (ApplyError, ClientError) as exc:
+    except ApplyError as exc:
+        module.fail_json(msg=str(exc), rejected=exc.rejected)
+    except ClientError as exc:
         module.fail_json(msg=str(exc))
     for r in results:
         if r.get("note"):

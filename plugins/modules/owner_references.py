@@ -28,7 +28,9 @@ description:
   - With O(state=attached) the module reads the record, looks up each owner by apiVersion, kind and name
     (in the dependent's namespace when the owner kind is namespaced, as discovery tells) and adds the
     reference back with the owner's current UID and every other field as recorded. Each entry of the
-    record is marked done as the run goes. An owner that no longer exists is reported and left out.
+    record is marked done as the run goes. An owner that no longer exists is reported and left out; the
+    failure (O(fail_on_missing_owner)) names each dependent left without its reference and the owner it lost.
+    No record at the given location is a failure unless O(require_record=false).
   - The record is kept in two places, and either one is enough to resume. In the cluster, as ConfigMaps
     named O(record_name) (and O(record_name)C(-1), C(-2), ... when the record is larger than about
     900 KiB) in O(record_namespace), updated with resourceVersion preconditions. On the host that runs the
@@ -82,6 +84,16 @@ options:
     description:
       - Stop, before any write, when a resource type cannot be listed (forbidden, or an unavailable
         aggregated API). With V(false) such types are reported in RV(unlistable) and skipped.
+    type: bool
+    default: true
+  require_record:
+    description:
+      - With O(state=attached), fail when no record is found at O(record_namespace)/O(record_name) nor in
+        O(record_path) (a name, namespace or path that does not match the detach's), naming where the module
+        looked and any record of this module it finds elsewhere (record ConfigMaps of other namespaces, record
+        files beside O(record_path) and in C(~/.calico_ops/records)); nothing is written.
+      - Set V(false) only when there is nothing to attach (the detach recorded nothing); the module then reports
+        ok, with nothing changed.
     type: bool
     default: true
   fail_on_missing_owner:
@@ -175,10 +187,29 @@ unlistable:
   sample:
     - {type: metrics.k8s.io/v1beta1, status: 503, stage: discovery, reason: "GET /apis/metrics.k8s.io/v1beta1: 503 ..."}
 missing_owners:
-  description: References left out at attach time because their owner cannot be found.
+  description:
+    - References left out at attach time because their owner cannot be found - one per reference, with the
+      C(dependent) (apiVersion, kind, namespace, name, uid), the C(owner) it lost, the C(reason) and C(lost), a
+      line naming both.
   returned: always
   type: list
   elements: dict
+  sample:
+    - dependent: {apiVersion: v1, kind: ConfigMap, resource: configmaps, namespace: demo, name: cfg, uid: 3f0c5b8e}
+      owner: {apiVersion: projectcalico.org/v3, kind: NetworkPolicy, name: allow-dns, uid: 9a1d2c3e}
+      reason: NetworkPolicy demo/allow-dns not found
+      lost: "ConfigMap demo/cfg: owner NetworkPolicy demo/allow-dns not found"
+records_found:
+  description: With O(state=attached) and no record at the given location, the records of this module found
+    elsewhere (C(where), C(entries), C(pending)).
+  returned: when attach found no record
+  type: list
+  elements: dict
+notes:
+  description: Remarks, such as no record found with O(require_record=false).
+  returned: when there are some
+  type: list
+  elements: str
 failures:
   description: Objects that could not be patched, with the error.
   returned: always
@@ -213,6 +244,7 @@ def argument_spec():
         record_path=dict(type="path"),
         fail_on_unlistable=dict(type="bool", default=True),
         fail_on_missing_owner=dict(type="bool", default=True),
+        require_record=dict(type="bool", default=True),
         page_size=dict(type="int", default=500),
     )
     return spec

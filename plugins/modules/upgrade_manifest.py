@@ -58,6 +58,18 @@ options:
   etcd_ca:
     description: PEM text of the etcd CA certificate.
     type: str
+  etcd_live:
+    description:
+      - The live etcd datastore settings, as the C(etcd) fact of M(calico_ops.lifecycle.calico_facts) reports them
+        (C(configmap) with its C(data); C(secret) with C(exists) and the names of its C(keys), never values).
+      - When given, what the user did not give is carried into the new manifest, as Calico's upgrade guide for
+        manifest installs on the etcd datastore asks - C(etcd_endpoints) and each TLS path of the ConfigMap - and
+        without O(etcd_key), O(etcd_cert) and O(etcd_ca) the live Secret C(calico-etcd-secrets) is left out of the
+        documents (kept as it is) instead of being replaced by the release's empty one.
+      - The module fails, before anything is applied, naming the variable to set, when a setting cannot be
+        carried (a TLS path whose file is not in the live Secret; no endpoints but the placeholder; a Secret key
+        the given material would drop) or when the result would empty a non-empty live setting.
+    type: dict
 attributes:
   check_mode:
     support: full
@@ -110,6 +122,17 @@ patches:
   type: list
   elements: dict
   sample: [{index: 0, target: DaemonSet kube-system/calico-node, type: strategic, matched: 1}]
+etcd_carried:
+  description: What was carried from the live etcd settings (names and paths, never a value).
+  returned: always
+  type: list
+  elements: str
+  sample: ["etcd_endpoints kept from ConfigMap kube-system/calico-config"]
+etcd_endpoints:
+  description: The etcd endpoints written into the new manifest (given or carried); empty without etcd.
+  returned: always
+  type: list
+  elements: str
 dest:
   description: The path of the prepared manifest.
   returned: always
@@ -121,7 +144,7 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.artifact import write_artifact
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.manifest import (
-    ManifestError, render_upgrade, workloads)
+    ManifestError, etcd_endpoints, render_upgrade, workloads)
 
 
 def main():
@@ -135,6 +158,7 @@ def main():
             etcd_key=dict(type="str", no_log=True),
             etcd_cert=dict(type="str", no_log=True),
             etcd_ca=dict(type="str", no_log=True),
+            etcd_live=dict(type="dict"),
         ),
         supports_check_mode=True,
         required_one_of=[("src", "content")],
@@ -150,12 +174,14 @@ def main():
             module.fail_json(msg="src: cannot read %s: %s" % (p["src"], to_native(exc)))
     tls = {"etcd_key": p["etcd_key"], "etcd_cert": p["etcd_cert"], "etcd_ca": p["etcd_ca"]}
     try:
-        artifact, documents, report = render_upgrade(text, p["patches"], p["etcd_endpoints"], tls)
+        notes = []
+        artifact, documents, report = render_upgrade(text, p["patches"], p["etcd_endpoints"], tls,
+                                                     etcd_live=p["etcd_live"], etcd_notes=notes)
     except ManifestError as exc:
         module.fail_json(msg=to_native(exc))
     changed, diff = write_artifact(module, p["dest"], artifact)
     result = dict(changed=changed, documents=documents, workloads=workloads(documents), patches=report,
-                  dest=p["dest"])
+                  dest=p["dest"], etcd_carried=notes, etcd_endpoints=etcd_endpoints(documents))
     if module._diff:
         result["diff"] = diff
     module.exit_json(**result)

@@ -570,3 +570,72 @@ def test_the_api_server_answers_the_scan_with_metadata_only(cluster, calico_crds
     policies = client.list(CALICO, "networkpolicies", namespace=ns, metadata_only=True)
     assert [p["metadata"]["name"] for p in policies] == ["np"] and "spec" not in policies[0], policies
     assert policies[0]["apiVersion"] == CALICO
+
+
+# -- issue 23 ----------------------------------------------------------------------------------------------------
+
+def test_attach_with_no_record_where_told_fails_naming_where_it_looked(cluster, world, namespaces, ansible, tmp_path):
+    """A typo in the record's location used to report ok, changed=0, leaving every reference detached."""
+    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(namespaces, tmp_path, "detached"))
+    assert play.rc == 0, play.stdout[-4000:]
+    world.delete_owners()
+    world.create_owners()
+    elsewhere = tmp_path / "elsewhere" / "record.json"
+    wrong = play_vars(namespaces, tmp_path, "attached", owner_references_record_namespace=namespaces[1],
+                      owner_references_record_path=str(elsewhere))
+    mark = cluster.audit.mark()
+    play = ansible.playbook(PLAYBOOK, extra_vars=wrong)
+    writes = cluster.audit.writes_since(mark)
+    assert play.rc != 0, play.stdout[-4000:]
+    msg = module_result(play)["msg"]
+    assert writes == []
+    assert "No owner references record at ConfigMap %s/oref-record and file %s" % (namespaces[1], elsewhere) in msg, msg
+    assert "ConfigMap %s/oref-record (24 entries, 24 pending)" % namespaces[0] in msg, msg  # where it is
+    assert "require_record=false" in msg, msg
+    for obj in world.existing().values():
+        assert calico_refs(obj) == []
+
+    # said explicitly: nothing to attach there
+    play = ansible.playbook(PLAYBOOK, extra_vars=dict(wrong, owner_references_require_record=False))
+    assert play.rc == 0, play.stdout[-4000:]
+    assert module_result(play)["changed"] is False
+
+    # the right place: every reference back
+    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(namespaces, tmp_path, "attached"))
+    assert play.rc == 0, play.stdout[-4000:]
+    assert module_result(play)["counts"]["attached"] == 24
+
+
+def test_missing_owners_name_each_dependent_and_the_owner_it_lost(cluster, world, namespaces, ansible, tmp_path):
+    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(namespaces, tmp_path, "detached"))
+    assert play.rc == 0, play.stdout[-4000:]
+    world.delete_owners()
+    world.create_owners()
+    ns = namespaces[0]
+    world.api.delete(world.owner_paths()["np/" + ns], wait=True)  # gone for good
+    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(namespaces, tmp_path, "attached"))
+    assert play.rc != 0
+    res = module_result(play)
+    expected = {("ConfigMap", ns, "cm-np"), ("ConfigMap", ns, "cm-both"), ("Secret", ns, "sec"),
+                ("Deployment", ns, "dep")}
+    lost = res["missing_owners"]
+    assert set((m["dependent"]["kind"], m["dependent"]["namespace"], m["dependent"]["name"]) for m in lost) == expected
+    assert all((m["owner"]["kind"], m["owner"]["name"]) == ("NetworkPolicy", "np") for m in lost), lost
+    for kind, namespace, name in sorted(expected):
+        line = "%s %s/%s: owner NetworkPolicy %s/np not found" % (kind, namespace, name, namespace)
+        assert line in res["msg"], res["msg"]
+        assert line in [m["lost"] for m in lost]
+    assert res["counts"]["attached"] == 24 - 4
+
+
+def test_an_empty_list_of_owner_api_versions_is_refused_before_any_write(cluster, world, namespaces, ansible,
+                                                                          tmp_path):
+    mark = cluster.audit.mark()
+    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(namespaces, tmp_path, "detached",
+                                                           owner_references_owner_api_versions=[]))
+    assert play.rc != 0
+    assert cluster.audit.writes_since(mark) == []
+    msgs = " ".join(str(t["result"].get("msg", "")) for t in play.tasks if t["result"].get("failed"))
+    assert "owner_references_owner_api_versions is an empty list" in msgs, msgs
+    for path, obj in world.existing().items():
+        assert obj["metadata"]["ownerReferences"] == world.expected_refs(path)

@@ -7,6 +7,7 @@ status and TigeraStatus from the operator). The manifests create cluster-scoped 
 kube-system, so every test installs, upgrades and removes its own install, one after another.
 """
 
+import base64
 import collections
 import contextlib
 import functools
@@ -318,6 +319,72 @@ def test_etcd_endpoints_are_required_and_validated(cluster, ansible, install, tm
         assert writes == [], [describe(e) for e in writes]
 
 
+CA_PEM = "-----BEGIN CERTIFICATE-----\ncalico-ops-test-ca-%s\n-----END CERTIFICATE-----\n" % uuid.uuid4().hex
+LIVE_KEY_PEM = "-----BEGIN PRIVATE KEY-----\ncalico-ops-live-key-%s\n-----END PRIVATE KEY-----\n" % uuid.uuid4().hex
+
+
+def live_etcd_tls(config, endpoints="http://127.0.0.1:12379", ca_path="/calico-secrets/etcd-ca", secret_ca=True):
+    """A source install on etcd with TLS, as an operator set it up: the endpoints and the three paths in the
+    ConfigMap, the material in Secret calico-etcd-secrets (without the CA when ``secret_ca`` is false)."""
+    def edit(doc):
+        if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == config:
+            doc["data"].update(etcd_endpoints=endpoints, etcd_ca=ca_path, etcd_cert="/calico-secrets/etcd-cert",
+                               etcd_key="/calico-secrets/etcd-key")
+        if doc["kind"] == "Secret" and doc["metadata"]["name"] == "calico-etcd-secrets":
+            material = {"etcd-key": LIVE_KEY_PEM, "etcd-cert": CERT_PEM}
+            if secret_ca:
+                material["etcd-ca"] = CA_PEM
+            doc["data"] = dict((k, base64.b64encode(v.encode()).decode()) for k, v in material.items())
+        return doc
+    return edit
+
+
+@pytest.mark.parametrize("flavor, config, given", [("calico-etcd.yaml", "calico-config", True),
+                                                   ("canal-etcd.yaml", "canal-config", False)])
+def test_live_etcd_tls_settings_are_carried_when_not_given(cluster, ansible, install, tmp_path, flavor, config, given):
+    """Issue 23: endpoints given (or not) but no TLS material: the live paths and Secret are kept, never emptied."""
+    install.apply_release(SOURCE, flavor, live_etcd_tls(config))
+    install.forget_later(TARGET, flavor)
+    wait_daemonset(cluster, node_ds_name(flavor))
+    secret_before = get(cluster, "v1", "Secret", "calico-etcd-secrets", "kube-system")["data"]
+    endpoints = ["http://127.0.0.1:22379"]
+    extra = {"upgrade_etcd_endpoints": endpoints} if given else {}
+    variables = upgrade_vars(cluster, tmp_path, install, **extra)
+
+    res = run(ansible, variables)
+
+    assert_upgraded_manifest(cluster, flavor, datastore="etcd")
+    cm = get(cluster, "v1", "ConfigMap", config, "kube-system")["data"]
+    assert cm["etcd_endpoints"] == (",".join(endpoints) if given else "http://127.0.0.1:12379")
+    assert (cm["etcd_ca"], cm["etcd_cert"], cm["etcd_key"]) == ("/calico-secrets/etcd-ca", "/calico-secrets/etcd-cert",
+                                                                "/calico-secrets/etcd-key")
+    assert get(cluster, "v1", "Secret", "calico-etcd-secrets", "kube-system")["data"] == secret_before
+    shown = res.stdout + res.stderr + (tmp_path / "artifacts" / "upgrade.yaml").read_text()
+    for pem in (LIVE_KEY_PEM, CA_PEM):
+        assert pem.split("\n")[1] not in shown and secret_before["etcd-key"] not in shown
+    carried = task(res, "Show what was carried from the live etcd settings")["msg"]
+    assert any("etcd_ca (/calico-secrets/etcd-ca) kept from ConfigMap kube-system/%s" % config in n for n in carried)
+    assert record(cluster, variables)["phase"] == "done"
+
+
+def test_etcd_tls_material_that_cannot_be_carried_stops_before_any_write(cluster, ansible, install, tmp_path):
+    """The CA is a file on the nodes' disks (not in the Secret): it cannot be carried, so nothing is written."""
+    install.apply_release(SOURCE, "calico-etcd.yaml",
+                          live_etcd_tls("calico-config", ca_path="/etc/etcd/pki/ca.pem", secret_ca=False))
+    install.forget_later(TARGET, "calico-etcd.yaml")
+    wait_daemonset(cluster, "calico-node")
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_etcd_endpoints=["http://127.0.0.1:22379"])
+    mark = cluster.audit.mark()
+    res = run(ansible, variables, ok=False)
+    writes = cluster.audit.writes_since(mark)
+    msg = failure(res)
+    assert res.rc != 0 and writes == [], (msg, [describe(e) for e in writes])
+    assert "sets etcd_ca to /etc/etcd/pki/ca.pem" in msg and "has no etcd-ca" in msg, msg
+    assert "give upgrade_etcd_ca" in msg, msg
+    assert get(cluster, "v1", "ConfigMap", "calico-config", "kube-system")["data"]["etcd_ca"] == "/etc/etcd/pki/ca.pem"
+    assert LIVE_KEY_PEM.split("\n")[1] not in res.stdout + res.stderr
+
+
 # -- operator and Helm ------------------------------------------------------------------------------------------
 
 def operator_image(cluster, version):
@@ -525,6 +592,10 @@ def test_guard_noop_at_the_target(cluster, ansible, install, tmp_path):
     ({"upgrade_current_version": "v3.27"}, "upgrade_current_version must be a release version"),
     ({"upgrade_manifest_url": "ftp://example.com"}, "upgrade_manifest_url must be an http:// or https:// URL"),
     ({"upgrade_timeout": 5, "upgrade_poll_interval": 10}, "upgrade_poll_interval must be positive"),
+    # issue 23: an explicitly empty list where at least one item is needed
+    ({"upgrade_etcd_endpoints": []}, "upgrade_etcd_endpoints is an empty list: give at least one etcd URL"),
+    # issue 23: the supported target range
+    ({"upgrade_target_version": "v3.14.9"}, "upgrade_target_version v3.14.9 is older than v3.15.0"),
 ])
 def test_invalid_variables_are_refused_by_name(cluster, ansible, tmp_path, extra, words):
     variables = {"upgrade_manifest_url": cluster.mirror_url, "upgrade_artifacts_dir": str(tmp_path)}
@@ -547,6 +618,78 @@ def test_a_patch_that_matches_nothing_stops_before_any_write(cluster, ansible, i
     assert "upgrade_manifest_patches[0] (DaemonSet calico-system/calico-node) matches no document" in failure(res)
     writes = cluster.audit.writes_since(mark)
     assert writes == [], [describe(e) for e in writes]
+
+
+# -- issue 23: every document dry-run before the first write; the supported target range -------------------------
+
+INVALID_PORT = {"name": "calico-node", "ports": [{"containerPort": 70000, "name": "bad-port"}]}
+
+
+def test_a_document_the_api_server_rejects_stops_the_upgrade_before_any_write(cluster, ansible, install, tmp_path):
+    """A user patch makes calico-node's DaemonSet invalid: the server-side dry run of every document of upgrade.yaml
+    rejects it before the first write - no object of the target, no upgrade record, no detach, no handover."""
+    install.apply_release(SOURCE, "calico.yaml")
+    install.forget_later(TARGET, "calico.yaml")
+    wait_daemonset(cluster, "calico-node")
+    patches = [{"kind": "DaemonSet", "name": "calico-node", "namespace": "kube-system",
+                "patch": {"spec": {"template": {"spec": {"containers": [INVALID_PORT]}}}}}]
+    variables = upgrade_vars(cluster, tmp_path, install, upgrade_manifest_patches=patches)
+    mark = cluster.audit.mark()
+    res = run(ansible, variables, ok=False)
+    writes = cluster.audit.writes_since(mark)
+    msg = failure(res)
+    assert res.rc != 0
+    assert writes == [], [describe(e) for e in writes]
+    assert "DaemonSet kube-system/calico-node (apps/v1)" in msg, msg
+    assert "70000" in msg and "must be between 1 and 65535" in msg, msg  # the API server's own message
+    assert "nothing was written" in msg and str(tmp_path / "artifacts" / "upgrade.yaml") in msg, msg
+    assert record(cluster, variables) is None
+    ds = get(cluster, "apps/v1", "DaemonSet", "calico-node", "kube-system")
+    assert image_tag(ds["spec"]["template"]["spec"]["containers"][0]["image"]) == SOURCE
+
+
+def untested_release(cluster, root, version):
+    """A release newer than the newest tested, served from ``root``: v3.31.4's calico.yaml retagged, whose
+    calico-node DaemonSet the API server rejects (what the acceptance run met: a 422 after ~30 writes)."""
+    docs = release_docs(cluster.mirror_url, TARGET, "calico.yaml")
+    out = []
+    for doc in docs:
+        doc = retag(version)(doc)
+        if doc["kind"] == "DaemonSet" and doc["metadata"]["name"] == "calico-node":
+            for cont in doc["spec"]["template"]["spec"]["containers"]:
+                if cont["name"] == "calico-node":
+                    cont["ports"] = [{"containerPort": 70000, "name": "bad-port"}]
+        out.append(doc)
+    path = root / version / "manifests" / "calico.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump_all(out))
+
+
+def test_a_target_beyond_the_tested_range_needs_the_opt_in_and_is_still_dry_run_whole(cluster, ansible, install,
+                                                                                       tmp_path):
+    install.apply_release(SOURCE, "calico.yaml")
+    install.forget_later(TARGET, "calico.yaml")  # the untested release has the same objects
+    wait_daemonset(cluster, "calico-node")
+    untested_release(cluster, tmp_path / "srv", "v3.32.0")
+    with file_server(tmp_path / "srv") as url:
+        variables = upgrade_vars(cluster, tmp_path, install, upgrade_manifest_url=url, upgrade_target_version="v3.32.0")
+        mark = cluster.audit.mark()
+        res = run(ansible, variables, ok=False)
+        writes = cluster.audit.writes_since(mark)
+        msg = failure(res)
+        assert res.rc != 0 and writes == [], (msg, [describe(e) for e in writes])
+        assert "upgrade_target_version v3.32.0 is newer than v3.31.4" in msg, msg
+        assert "upgrade_allow_untested_target: true" in msg, msg
+
+        # opted in: the same full dry run stops it before any write
+        variables["upgrade_allow_untested_target"] = True
+        mark = cluster.audit.mark()
+        res = run(ansible, variables, ok=False)
+        writes = cluster.audit.writes_since(mark)
+        msg = failure(res)
+    assert res.rc != 0 and writes == [], (msg, [describe(e) for e in writes])
+    assert "DaemonSet kube-system/calico-node (apps/v1)" in msg and "must be between 1 and 65535" in msg, msg
+    assert record(cluster, variables) is None
 
 
 # -- waits, interruption ------------------------------------------------------------------------------------------

@@ -110,6 +110,11 @@ CASES = [
     ("upgrade-etcd-key-without-cert", "role:upgrade", {"upgrade_etcd_key": "-----BEGIN PRIVATE KEY-----"},
      r"upgrade_etcd_key.*upgrade_etcd_cert"),
     ("upgrade-unknown-method", "role:upgrade", {"upgrade_method": "kustomize"}, r"upgrade_method.*must be one (or more )?of"),
+    # issue 23: an empty list where one item is needed; a target beyond the tested range without the opt-in
+    ("upgrade-etcd-endpoints-empty-list", "role:upgrade", {"upgrade_etcd_endpoints": []},
+     r"upgrade_etcd_endpoints is an empty list"),
+    ("upgrade-target-untested", "role:upgrade", {"upgrade_target_version": "v3.32.0"},
+     r"upgrade_target_version v3.32.0 is newer than v3.31.4.*upgrade_allow_untested_target"),
     # -- owner_references, host_endpoint_migration (roles of owner_references.yml, migrate_host_endpoints.yml; modules)
     ("owner-references-role-unknown-state", "role:owner_references", {"owner_references_state": "deleted"},
      r"owner_references_state.*must be one of"),
@@ -118,6 +123,10 @@ CASES = [
     ("host-endpoints-role-timeout-not-a-number", "role:host_endpoint_migration",
      {"host_endpoint_migration_wait_timeout": "soon"}, r"host_endpoint_migration_wait_timeout"),
     ("owner-references-unknown-state", "module:owner_references", {"state": "removed"}, r"state.*must be one (or more )?of"),
+    ("owner-references-role-empty-api-versions", "role:owner_references", {"owner_references_owner_api_versions": []},
+     r"owner_references_owner_api_versions is an empty list"),
+    ("owner-references-empty-api-versions", "module:owner_references", {"state": "detached", "owner_api_versions": []},
+     r"owner_api_versions is an empty list"),
     ("owner-references-missing-kubeconfig", "module:owner_references",
      {"state": "detached", "kubeconfig": "{missing_kubeconfig}"},
      r"kubeconfig: the kubeconfig file given does not exist"),

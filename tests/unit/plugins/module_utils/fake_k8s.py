@@ -5,7 +5,7 @@ the unit tests run the real ``Client`` (paths, pagination, check-mode refusal, e
 
 * discovery documents (``/api``, ``/apis``, ``/api/v1``, ``/apis/<group>/<version>``) built from the types
   registered with ``add_type``; a group-version can be made to fail (503 aggregated API, 403);
-* objects: GET, LIST (``limit``/``continue``, ``labelSelector`` ``k=v``), POST, PUT (resourceVersion
+* objects: GET, LIST (``limit``/``continue``, ``labelSelector`` ``k=v`` or ``k``), POST, PUT (resourceVersion
   precondition), PATCH with ``application/json-patch+json`` (add/replace/remove/test, 422 on a failed test),
   DELETE;
 * server-side apply only as a dry run, answered by the test's ``on_dry_apply(live, body)`` (422 without it);
@@ -175,9 +175,11 @@ class FakeDynamic(object):
             items = sorted((v for (ns, _n), v in store.items() if namespace is None or ns == namespace),
                            key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
             selector = query.get("labelSelector")
-            if selector:
+            if selector and "=" in selector:
                 k, v = selector.split("=", 1)
                 items = [o for o in items if (o["metadata"].get("labels") or {}).get(k) == v]
+            elif selector:  # existence: ``k``
+                items = [o for o in items if selector in (o["metadata"].get("labels") or {})]
             start = int(query.get("continue") or 0)
             limit = int(query.get("limit") or 0) or len(items) or 1
             page = items[start:start + limit]

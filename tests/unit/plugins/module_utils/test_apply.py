@@ -182,3 +182,63 @@ def test_only_controller_defaults_rule():
     # a list of another length is not "contained"
     assert not ap.contains({"l": [1, 2]}, {"l": [1]})
     assert ap.contains({"l": [{"x": 1, "y": 2}], "z": 0}, {"l": [{"x": 1}]})
+
+class RejectingClient(StubClient):
+    """The API server rejects (422) one named ConfigMap, dry run or not."""
+
+    def __init__(self, bad, objects=None):
+        super().__init__(objects)
+        self.bad = bad
+
+    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False):
+        if method == "PATCH" and body["metadata"]["name"] in self.bad:
+            self.calls.append((method, path, bool(dry_run)))
+            raise ClientError("PATCH %s: 422 Unprocessable Entity: ConfigMap %r is invalid: data: Too long"
+                              % (path, body["metadata"]["name"]), status=422)
+        return super().request(method, path, body, query, content_type, dry_run)
+
+
+def test_every_document_is_dry_run_before_the_first_write_and_a_rejection_writes_nothing():
+    client = RejectingClient({"c", "e"}, {("v1", "Namespace", None, "app"): dict(NS)})
+    docs = [dict(CM, metadata={"name": n, "namespace": "app"}) for n in "abcde"]
+    with pytest.raises(ap.ApplyError) as err:
+        ap.apply_documents(client, docs, "calico-ops")
+    assert writes(client) == []
+    assert [r["document"] for r in err.value.rejected] == ["ConfigMap app/c", "ConfigMap app/e"]
+    msg = str(err.value)
+    assert "rejected 2 of 5 document(s)" in msg and "nothing was written" in msg
+    assert "ConfigMap app/c (v1): PATCH /api/v1/namespaces/app/configmaps/c: 422 Unprocessable Entity" in msg
+    dry = [c for c in client.calls if c[0] == "PATCH" and c[2]]
+    assert len(dry) == 5  # every document, not only up to the first rejection
+
+
+def test_without_a_rejection_the_dry_runs_come_first_then_the_writes_in_order():
+    client = StubClient({("v1", "Namespace", None, "app"): dict(NS)})
+    docs = [dict(CM, metadata={"name": n, "namespace": "app"}) for n in "ab"]
+    ap.apply_documents(client, docs, "calico-ops")
+    patches = [(c[1].rsplit("/", 1)[1], c[2]) for c in client.calls if c[0] == "PATCH"]
+    assert patches == [("a", True), ("b", True), ("a", False), ("b", False)]
+
+
+class NeedsEarlierClient(StubClient):
+    """Plays RBAC's escalation check: the dry run of ``binding`` is NotFound while ``role`` does not exist."""
+
+    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False):
+        if method == "PATCH" and body["metadata"]["name"] == "binding" and \
+                ("v1", "ConfigMap", "app", "role") not in self.objects:
+            self.calls.append((method, path, bool(dry_run)))
+            raise ClientError('PATCH %s: 404 Not Found: clusterroles.rbac.authorization.k8s.io "role" not found'
+                              % path, status=404)
+        return super().request(method, path, body, query, content_type, dry_run)
+
+
+def test_a_document_that_needs_an_object_the_call_creates_is_dry_run_after_that_write():
+    client = NeedsEarlierClient({("v1", "Namespace", None, "app"): dict(NS)})
+    docs = [dict(CM, metadata={"name": n, "namespace": "app"}) for n in ("role", "binding")]
+    results, _changed = ap.apply_documents(client, docs, "calico-ops")
+    assert [r["action"] for r in results] == ["created", "created"]
+    # not created by this call: a real rejection, nothing written
+    client = NeedsEarlierClient({("v1", "Namespace", None, "app"): dict(NS)})
+    with pytest.raises(ap.ApplyError, match="rejected 1 of 1"):
+        ap.apply_documents(client, docs[1:], "calico-ops")
+    assert writes(client) == []

@@ -108,3 +108,14 @@ def test_plan_resume_still_refuses_a_newer_cluster():
 def test_plan_rejects_a_malformed_target():
     with pytest.raises(cv.VersionError):
         cv.plan("v3.27.5", "v3.31")
+
+
+def test_target_range_refuses_older_than_v3_15_and_newer_than_tested_without_the_opt_in():
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico_version import target_problems
+    assert target_problems("v3.31.4") == [] and target_problems("v3.15.0") == []
+    older = target_problems("v3.14.9", allow_untested=True)
+    assert len(older) == 1 and "upgrade_target_version v3.14.9 is older than v3.15.0" in older[0]
+    newer = target_problems("v3.32.0")
+    assert len(newer) == 1 and "newer than v3.31.4" in newer[0] and "upgrade_allow_untested_target: true" in newer[0]
+    assert target_problems("v3.32.0", allow_untested=True) == []
+    assert target_problems("3.31") == []  # left to version_problems

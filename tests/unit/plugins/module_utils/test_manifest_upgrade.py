@@ -136,3 +136,67 @@ def test_workloads():
         "daemonsets": [{"namespace": "kube-system", "name": "calico-node"}],
         "deployments": [{"namespace": "kube-system", "name": "calico-kube-controllers"},
                         {"namespace": "kube-system", "name": "calico-typha"}]}
+
+
+def live_etcd(endpoints="https://10.0.0.9:2379", paths=True, keys=("etcd-ca", "etcd-cert", "etcd-key"), name="calico-config"):
+    data = {"etcd_endpoints": endpoints, "etcd_ca": "", "etcd_cert": "", "etcd_key": ""}
+    if paths:
+        data.update(etcd_ca="/calico-secrets/etcd-ca", etcd_cert="/calico-secrets/etcd-cert",
+                    etcd_key="/calico-secrets/etcd-key")
+    return {"configmap": {"namespace": "kube-system", "name": name, "data": data},
+            "secret": {"namespace": "kube-system", "name": "calico-etcd-secrets", "exists": keys is not None,
+                       "keys": list(keys or [])}}
+
+
+def test_live_etcd_settings_are_carried_and_the_live_secret_kept_when_not_given():
+    notes = []
+    artifact, docs, _report = mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), [], {},
+                                                etcd_live=live_etcd(), etcd_notes=notes)
+    cm = by_kind(docs, "ConfigMap", "calico-config")["data"]
+    assert cm["etcd_endpoints"] == "https://10.0.0.9:2379"
+    assert (cm["etcd_key"], cm["etcd_cert"], cm["etcd_ca"]) == (
+        "/calico-secrets/etcd-key", "/calico-secrets/etcd-cert", "/calico-secrets/etcd-ca")
+    assert not [d for d in docs if d["kind"] == "Secret"]  # the live Secret stays as it is
+    assert "left out of the upgrade; the live Secret is kept as it is" in artifact
+    assert any("etcd_endpoints kept from ConfigMap kube-system/calico-config" in n for n in notes)
+    # the user's endpoints win; the TLS paths are still carried
+    _a, docs, _r = mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), ["http://1.2.3.4:2379"], {},
+                                     etcd_live=live_etcd())
+    cm = by_kind(docs, "ConfigMap", "calico-config")["data"]
+    assert cm["etcd_endpoints"] == "http://1.2.3.4:2379" and cm["etcd_ca"] == "/calico-secrets/etcd-ca"
+
+
+def test_what_cannot_be_carried_is_refused_naming_the_variable():
+    text = release("v3.31.4", "calico-etcd.yaml")
+    with pytest.raises(mf.ManifestError, match="upgrade_etcd_endpoints is required .* only the placeholder"):
+        mf.render_upgrade(text, (), [], {}, etcd_live=live_etcd(endpoints="http://<ETCD_IP>:<ETCD_PORT>"))
+    on_disk = live_etcd(keys=("etcd-cert", "etcd-key"))
+    on_disk["configmap"]["data"]["etcd_ca"] = "/etc/etcd/ca.pem"
+    with pytest.raises(mf.ManifestError, match=r"sets etcd_ca to /etc/etcd/ca.pem but Secret kube-system/"
+                                               r"calico-etcd-secrets has no etcd-ca.*give upgrade_etcd_ca"):
+        mf.render_upgrade(text, (), [], {}, etcd_live=on_disk)
+    # given material for the CA only: the live key and certificate would be dropped
+    with pytest.raises(mf.ManifestError, match="has etcd-cert, etcd-key, which the new manifest would not carry"):
+        mf.render_upgrade(text, (), [], {"etcd_ca": "CA-PEM"}, etcd_live=live_etcd())
+    # a patch that empties a live TLS path is refused (never an empty TLS setting over a non-empty one)
+    emptying = [{"kind": "ConfigMap", "name": "calico-config", "patch": {"data": {"etcd_ca": ""}}}]
+    with pytest.raises(mf.ManifestError, match="etcd_ca would be emptied"):
+        mf.render_upgrade(text, emptying, [], {}, etcd_live=live_etcd())
+
+
+def test_all_material_given_replaces_the_live_settings():
+    tls = {"etcd_key": "KEY-PEM", "etcd_cert": "CERT-PEM", "etcd_ca": "CA-PEM"}
+    _a, docs, _r = mf.render_upgrade(release("v3.31.4", "canal-etcd.yaml"), (), [], tls,
+                                     etcd_live=live_etcd(name="canal-config"))
+    secret = by_kind(docs, "Secret", "calico-etcd-secrets")["data"]
+    assert base64.b64decode(secret["etcd-ca"]) == b"CA-PEM"
+    assert by_kind(docs, "ConfigMap", "canal-config")["data"]["etcd_endpoints"] == "https://10.0.0.9:2379"
+
+
+def test_a_user_patch_of_the_etcd_secret_is_applied_and_guarded():
+    patch = [{"kind": "Secret", "name": "calico-etcd-secrets", "patch": {"metadata": {"labels": {"team": "net"}}}}]
+    with pytest.raises(mf.ManifestError, match="key etcd-ca would be removed"):
+        mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), patch, [], {}, etcd_live=live_etcd())
+    _a, docs, _r = mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), patch, [], {},
+                                     etcd_live=live_etcd(paths=False, keys=()))
+    assert by_kind(docs, "Secret", "calico-etcd-secrets")["metadata"]["labels"] == {"team": "net"}

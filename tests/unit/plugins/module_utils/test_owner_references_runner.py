@@ -458,3 +458,46 @@ def test_objects_are_read_as_metadata_only_so_no_secret_data_is_ever_received(tm
     assert "c2VjcmV0" not in json.dumps(result, default=str)
     assert world.dyn.obj("v1", "secrets", "creds", "b")["data"] == {"password": "c2VjcmV0"}
     assert calico_refs(world.refs("v1", "secrets", "b", "creds"))[0]["uid"] == world.np_b["metadata"]["uid"]
+
+
+def test_attach_without_a_record_fails_naming_where_it_looked_and_where_one_is(tmp_path):
+    w = World()
+    w.runner(tmp_path, record_name="the-record").detach()
+    other = tmp_path / "elsewhere"
+    with pytest.raises(OwnerReferencesError) as err:
+        w.runner(tmp_path, record_name="a-typo", record_path=str(other / "x.json")).attach()
+    msg = str(err.value)
+    assert "No owner references record at ConfigMap kube-system/a-typo and file %s" % (other / "x.json") in msg
+    assert "nothing was attached" in msg and "require_record=false" in msg
+    assert "ConfigMap kube-system/the-record (7 entries, 7 pending)" in msg
+    assert err.value.result["records_found"][0]["where"] == "ConfigMap kube-system/the-record"
+    assert not [x for x in w.dyn.writes() if "/configmaps/a-typo" in x[1]]
+    # the file beside the path given is found too
+    with pytest.raises(OwnerReferencesError) as err:
+        w.runner(tmp_path, record_name="a-typo", record_path=str(tmp_path / "y.json")).attach()
+    assert "file %s (7 entries, 7 pending)" % (tmp_path / "record.json") in str(err.value)
+    # said explicitly: nothing to attach
+    result = w.runner(tmp_path, record_name="a-typo", record_path=str(tmp_path / "z.json"),
+                      require_record=False).attach()
+    assert result["changed"] is False and "nothing to attach" in result["notes"][0]
+
+
+def test_missing_owner_message_names_each_dependent_and_the_owner_it_lost(tmp_path):
+    w = World()
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    w.dyn.remove(CALICO, "globalnetworkpolicies", "gnp1")
+    with pytest.raises(OwnerReferencesError) as err:
+        w.runner(tmp_path).attach()
+    msg = str(err.value)
+    lost = sorted(m["lost"] for m in err.value.result["missing_owners"])
+    assert len(lost) == 3
+    for line in lost:
+        assert line in msg and line.endswith(": owner GlobalNetworkPolicy gnp1 not found")
+    assert "3 dependent(s) are without them" in msg
+
+
+def test_an_empty_owner_api_versions_is_refused():
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references import run
+    with pytest.raises(OwnerReferencesError, match="owner_api_versions is an empty list"):
+        run(None, {"state": "detached", "owner_api_versions": []})
