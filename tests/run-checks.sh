@@ -89,11 +89,13 @@ step_integration() {
   # Test files are spread over pytest-xdist workers (whole files together: module fixtures); each worker starts
   # a control plane of its own (the session fixture `cluster`, LOCALCP_RUN_DIR unset), so tests that touch
   # cluster-wide singletons (Installation default, kube-proxy, CRDs) never meet. CALICO_OPS_TEST_WORKERS
-  # overrides the count (default: the CPUs, 2 to 4).
+  # overrides the count (default: one more than the CPUs, 3 to 4).
   local workers=${CALICO_OPS_TEST_WORKERS:-}
   if [ -z "$workers" ]; then
-    workers=$(nproc 2>/dev/null || echo 2)
-    [ "$workers" -lt 2 ] && workers=2
+    # one more worker than CPUs (3 to 4): most of a test's time is spent waiting on controllers (the real Tigera
+    # operator's reconcile, calico-kube-controllers, kwok), not on this machine's CPUs
+    workers=$(( $(nproc 2>/dev/null || echo 2) + 1 ))
+    [ "$workers" -lt 3 ] && workers=3
     [ "$workers" -gt 4 ] && workers=4
   fi
   echo "pytest-xdist: $workers workers, a control plane each"

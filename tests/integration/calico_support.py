@@ -88,8 +88,10 @@ def helm(cluster, *args, check=True):
     return proc
 
 
-OPERATOR_KINDS = ("installations.operator.tigera.io", "apiservers.operator.tigera.io", "goldmanes.operator.tigera.io",
-                  "whiskers.operator.tigera.io")
+# APIServer, Goldmane and Whisker before the Installation: the Installation's teardown waits for their controllers'
+# finalizers, which go only with those objects
+OPERATOR_KINDS = ("apiservers.operator.tigera.io", "goldmanes.operator.tigera.io", "whiskers.operator.tigera.io",
+                  "installations.operator.tigera.io")
 
 
 def wipe_operator_resources(cluster, timeout=180):
@@ -99,13 +101,15 @@ def wipe_operator_resources(cluster, timeout=180):
     nothing would remove them, so they are dropped by hand, as a user must when the operator was deleted first."""
     running = bool(cluster.processes("tigera-operator"))
     wait = "--timeout=%ds" % (timeout if running else 5)
-    for kind in OPERATOR_KINDS:
-        names = cluster.kubectl("get", kind, "-o", "name", "--ignore-not-found", check=False).stdout.split()
-        if names:
-            cluster.kubectl("delete", *names, "--ignore-not-found", "--wait=true", wait, check=False,
-                            timeout=timeout + 30)
-        for name in cluster.kubectl("get", kind, "-o", "name", "--ignore-not-found", check=False).stdout.split():
-            cluster.kubectl("patch", name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
+    served = [k for k in OPERATOR_KINDS
+              if cluster.kubectl("get", k, "-o", "name", "--ignore-not-found", check=False).returncode == 0]
+    if served:
+        # one call: every delete is sent first, then kubectl waits for all of them
+        cluster.kubectl("delete", ",".join(served), "--all", "--ignore-not-found", "--wait=true", wait, check=False,
+                        timeout=timeout + 30)
+        for kind in served:
+            for name in cluster.kubectl("get", kind, "-o", "name", "--ignore-not-found", check=False).stdout.split():
+                cluster.kubectl("patch", name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
     cluster.kubectl("delete", "namespace", "calico-system", "--ignore-not-found", "--wait=true", wait, check=False,
                     timeout=timeout + 30)
     drop_finalizers(cluster, "calico-system")

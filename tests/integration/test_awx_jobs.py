@@ -14,7 +14,6 @@ awx.awx tasks of configure.yml), the project sync, the container image of the ex
 AWX's rendering of the custom credential type's injectors (tested by rendering in tests/project)."""
 
 import base64
-import copy
 import json
 import os
 import shutil
@@ -22,7 +21,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
