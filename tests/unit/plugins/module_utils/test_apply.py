@@ -183,6 +183,7 @@ def test_only_controller_defaults_rule():
     assert not ap.contains({"l": [1, 2]}, {"l": [1]})
     assert ap.contains({"l": [{"x": 1, "y": 2}], "z": 0}, {"l": [{"x": 1}]})
 
+
 class RejectingClient(StubClient):
     """The API server rejects (422) one named ConfigMap, dry run or not."""
 
