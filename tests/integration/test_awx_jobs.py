@@ -442,18 +442,18 @@ def test_migrate_host_endpoints_job(cluster, calico_host_endpoint_crds, awx_job)
         with KubeControllers(cluster):
             job = awx_job("playbooks/migrate_host_endpoints.yml",
                           {"host_endpoint_migration_state": "migrated", "host_endpoint_migration_wait_timeout": 120})
+        job.assert_successful()
+        summary = job.artifacts["calico_ops_host_endpoint_migration"]
+        assert summary["state"] == "migrated" and summary["missing_nodes"] == [], summary
+        names = {h["metadata"]["name"] for h in heps.get().to_dict()["items"]}
+        assert "manual-" + node not in names and node + "-auto-hep" in names, names
+        labels = cluster.k8s.resources.get(api_version="v1", kind="Node").get(name=node).to_dict()["metadata"]["labels"]
+        assert labels.get("awx-job") == "migrated"
+        deleted = [w["objectRef"]["name"] for w in writes_by_the_service_account(cluster, job) if w["verb"] == "delete"]
+        assert deleted == ["manual-" + node]
     finally:
         delete_automatic_endpoints(cluster)
-    job.assert_successful()
-    summary = job.artifacts["calico_ops_host_endpoint_migration"]
-    assert summary["state"] == "migrated" and summary["missing_nodes"] == [], summary
-    names = {h["metadata"]["name"] for h in heps.get().to_dict()["items"]}
-    assert "manual-" + node not in names and node + "-auto-hep" in names
-    labels = cluster.k8s.resources.get(api_version="v1", kind="Node").get(name=node).to_dict()["metadata"]["labels"]
-    assert labels.get("awx-job") == "migrated"
-    deleted = [w["objectRef"]["name"] for w in writes_by_the_service_account(cluster, job) if w["verb"] == "delete"]
-    assert deleted == ["manual-" + node]
-    cluster.kubectl("label", "node", node, "awx-job-", check=False)
+        cluster.kubectl("label", "node", node, "awx-job-", check=False)
 
 
 def test_upgrade_job_on_a_cluster_without_calico(cluster, awx_job):
