@@ -30,7 +30,8 @@ import ansible_collections.kubernetes.core as kubernetes_core
 
 ansible_runner = pytest.importorskip("ansible_runner")  # noqa: E402 - requirements-dev.txt pins it
 
-from calico_support import CalicoNodeStandIn, Install, get, image_tag, wait_daemonset, wipe_calico  # noqa: E402
+from calico_support import (CalicoNodeStandIn, Install, get, image_tag, nudge_crds, wait_daemonset,  # noqa: E402
+                            wipe_calico)
 from kube_controllers import (METRICS_OFF, KubeControllers, calico_crd_docs,  # noqa: E402
                               delete_automatic_endpoints)
 
@@ -420,7 +421,16 @@ def calico_host_endpoint_crds(cluster):
                     "--all", "--ignore-not-found", check=False)
     new = [n for n in names if "customresourcedefinition.apiextensions.k8s.io/" + n not in existing]
     if new:
-        cluster.kubectl("delete", "crd", *new, "--ignore-not-found", check=False, timeout=300)
+        # gone before the next test file applies the same CRDs (a release file does): a CRD deleted seconds after
+        # it was created can stall until nudged (calico_support.nudge_crds)
+        cluster.kubectl("delete", "crd", *new, "--ignore-not-found", "--wait=false", check=False, timeout=300)
+
+        def gone():
+            left = [n for n in new if cluster.kubectl("get", "crd", n, "--ignore-not-found", "-o", "name",
+                                                      check=False).stdout.strip()]
+            nudge_crds(cluster, left)
+            return not left
+        cluster.wait_for(gone, timeout=300, interval=1, what="the CRDs this test added to be gone")
     cluster.kubectl("delete", "configmap", "-n", "kube-system", "-l", "calico-ops.io/record",
                     "--ignore-not-found", check=False)
 
