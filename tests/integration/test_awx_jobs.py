@@ -390,12 +390,14 @@ def test_install_then_enable_jobs(cluster, kube_proxy_daemonset, awx_job):
 
 
 def test_owner_references_job(cluster, awx_job):
-    """Detach then attach on a cluster whose Calico objects own nothing: both runs record and report, and the
-    record ConfigMap is written by the ServiceAccount."""
+    """Detach then attach on a cluster whose Calico objects own nothing: both runs report, and the record ConfigMap
+    is written by the ServiceAccount. The detach records nothing, so the attach is told there may be nothing to
+    attach (owner_references_require_record: an attach with no record fails by default)."""
     try:
-        for state in ("detached", "attached"):
-            job = awx_job("playbooks/owner_references.yml", {"owner_references_state": state,
-                                                            "owner_references_record_name": "awx-oref-record"})
+        for state, answers in (("detached", {}), ("attached", {"owner_references_require_record": "false"})):
+            job = awx_job("playbooks/owner_references.yml", dict({"owner_references_state": state,
+                                                                 "owner_references_record_name": "awx-oref-record"},
+                                                                **answers))
             job.assert_successful()
             summary = job.artifacts["calico_ops_owner_references"]
             assert summary["state"] == state and isinstance(summary["counts"], dict), summary
