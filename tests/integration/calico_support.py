@@ -127,6 +127,36 @@ def drop_finalizers(cluster, namespace):
                             "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
 
 
+# what the operator protects with its CNI finalizer while an Installation is live (render.CNIPluginFinalizedObjects)
+CNI_FINALIZER = "tigera.io/cni-protector"
+CNI_PROTECTED = ("clusterrole/calico-node", "clusterrole/calico-cni-plugin", "clusterrolebinding/calico-node",
+                 "clusterrolebinding/calico-cni-plugin")
+
+
+def release_cni_protected(cluster):
+    """Drop the operator's CNI finalizer where no Installation is left to finalize it. The operator removes it
+    itself during an orderly uninstall; an operator stopped first (its namespace deleted, its CRDs deleted under a
+    live Installation) leaves calico-node's and the CNI plugin's ClusterRoles and bindings with it for ever, and a
+    manifest install of the same names afterwards could then never be deleted."""
+    if get(cluster, "operator.tigera.io/v1", "Installation", "default") is not None:
+        return
+    proc = cluster.kubectl("get", *CNI_PROTECTED, "--ignore-not-found", "-o", "json", check=False)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return
+    doc = json.loads(proc.stdout)
+    for item in doc.get("items", [doc] if doc.get("kind") not in (None, "List") else []):
+        ref = "%s/%s" % (item["kind"].lower(), item["metadata"]["name"])
+        finalizers = item["metadata"].get("finalizers") or []
+        if CNI_FINALIZER in finalizers:
+            rest = [f for f in finalizers if f != CNI_FINALIZER]
+            cluster.kubectl("patch", ref, "--type=merge", "-p", json.dumps({"metadata": {"finalizers": rest or None}}),
+                            check=False)
+        # owned by the Installation that is gone: the garbage collector cannot delete it once the Installation's
+        # CRD is gone too (it cannot resolve the owner's kind), so it would outlive the install
+        if any(o.get("kind") == "Installation" for o in item["metadata"].get("ownerReferences") or []):
+            cluster.kubectl("delete", ref, "--ignore-not-found", "--wait=false", check=False)
+
+
 def wipe_calico(cluster):
     """Every cluster-wide Calico singleton and workload these tests (and the eBPF tests) create."""
     wipe_operator_resources(cluster)
@@ -137,6 +167,19 @@ def wipe_calico(cluster):
                     check=False)
     cluster.kubectl("delete", "namespace", "tigera-operator", "calico-system", "--ignore-not-found", "--wait=true",
                     check=False, timeout=180)
+    release_cni_protected(cluster)
+
+
+def remove_operator_install(cluster):
+    """What an operator install leaves cluster-wide, in Calico's uninstall order: the custom resources while the
+    operator still runs (it removes the Installation's finalizers), then the operator, its CRDs and its RBAC.
+    Deleting the CRDs first would delete the Installation under the operator, which then never finalizes."""
+    wipe_calico(cluster)
+    cluster.kubectl("delete", "-f", "%s/v3.31.4/manifests/operator-crds.yaml" % cluster.mirror_url,
+                    "--ignore-not-found", "--wait=true", check=False, timeout=300)
+    cluster.kubectl("delete", "clusterrole,clusterrolebinding", "tigera-operator", "--ignore-not-found", check=False)
+    cluster.kubectl("delete", "clusterrole", "tigera-operator-secrets", "--ignore-not-found", check=False)
+    wipe_calico(cluster)
 
 
 def nudge_crds(cluster, names):
@@ -186,11 +229,19 @@ class Install(object):
         args = [a for url in reversed(urls) for a in ("-f", url)]
         if urls:
             self.cluster.kubectl("delete", "--ignore-not-found", "--wait=false", *args, check=False, timeout=300)
+            left = []
+
             def gone():
-                left = self.cluster.kubectl("get", "--ignore-not-found", "-o", "name", *args, check=False).stdout.split()
+                left[:] = self.cluster.kubectl("get", "--ignore-not-found", "-o", "name", *args,
+                                               check=False).stdout.split()
                 nudge_crds(self.cluster, [n.split("/", 1)[1] for n in left if n.startswith("customresourcedefinition")])
+                if any(n.split(".", 1)[0] + "/" + n.rsplit("/", 1)[1] in CNI_PROTECTED for n in left):
+                    release_cni_protected(self.cluster)
                 return not left
-            self.cluster.wait_for(gone, timeout=300, interval=1, what="the release files' objects to be gone")
+            try:
+                self.cluster.wait_for(gone, timeout=300, interval=1, what="the release files' objects to be gone")
+            except AssertionError as exc:
+                raise AssertionError("%s; still there: %s" % (exc, " ".join(left[:20]))) from None
         files = time.monotonic()
         wipe_calico(self.cluster)
         print("[cleanup] release files %.1fs, singletons %.1fs" % (files - started, time.monotonic() - files))

@@ -31,7 +31,7 @@ import ansible_collections.kubernetes.core as kubernetes_core
 ansible_runner = pytest.importorskip("ansible_runner")  # noqa: E402 - requirements-dev.txt pins it
 
 from calico_support import (CalicoNodeStandIn, Install, get, image_tag, nudge_crds, wait_daemonset,  # noqa: E402
-                            wipe_calico)
+                            remove_operator_install, wipe_calico)
 from kube_controllers import (METRICS_OFF, KubeControllers, calico_crd_docs,  # noqa: E402
                               delete_automatic_endpoints)
 
@@ -327,12 +327,8 @@ def kube_proxy_daemonset(cluster):
     cluster.apply(yaml.safe_dump(ds))
     cluster.kubectl("rollout", "status", "daemonset/kube-proxy", "-n", "kube-system", "--timeout=120s")
     yield
+    remove_operator_install(cluster)
     cluster.kubectl("delete", "daemonset", "kube-proxy", "-n", "kube-system", "--ignore-not-found", check=False)
-    cluster.kubectl("delete", "-f", "%s/v3.31.4/manifests/operator-crds.yaml" % cluster.mirror_url,
-                    "--ignore-not-found", "--wait=true", check=False, timeout=300)
-    cluster.kubectl("delete", "clusterrole,clusterrolebinding", "tigera-operator", "--ignore-not-found", check=False)
-    cluster.kubectl("delete", "clusterrole", "tigera-operator-secrets", "--ignore-not-found", check=False)
-    wipe_calico(cluster)
 
 
 def test_services_endpoint_and_kube_proxy_jobs(cluster, kube_proxy_daemonset, awx_job):

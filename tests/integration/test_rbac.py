@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calico_support import wipe_calico
+from calico_support import remove_operator_install, wipe_calico
 
 pytestmark = pytest.mark.integration
 
@@ -149,13 +149,8 @@ def calico_and_kube_proxy(cluster):
     cluster.apply(yaml.safe_dump(ds))
     cluster.kubectl("rollout", "status", "daemonset/kube-proxy", "-n", "kube-system", "--timeout=120s")
     yield
-    wipe_calico(cluster)  # first, while the real operator runs: it removes the Installation's finalizer
+    remove_operator_install(cluster)
     cluster.kubectl("delete", "daemonset", "kube-proxy", "-n", "kube-system", "--ignore-not-found", check=False)
-    cluster.kubectl("delete", "-f", "%s/v3.31.4/manifests/operator-crds.yaml" % cluster.mirror_url,
-                    "--ignore-not-found", "--wait=true", check=False, timeout=300)
-    cluster.kubectl("delete", "clusterrole,clusterrolebinding", "tigera-operator", "--ignore-not-found", check=False)
-    cluster.kubectl("delete", "clusterrole", "tigera-operator-secrets", "--ignore-not-found", check=False)
-    wipe_calico(cluster)
 
 
 def test_install_ebpf_runs_with_the_install_roles_only(cluster, calico_and_kube_proxy, service_account, tmp_path):
