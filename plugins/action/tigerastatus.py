@@ -12,7 +12,7 @@ import time
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.tigerastatus import failure_message
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.tigerastatus import failure_message
 
 display = Display()
 

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import calico_version
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import version as calico_version
 
 
 def calico_upgrade_plan(facts_result, target, record=None, minimum=calico_version.MINIMUM_SOURCE,

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import ebpf_bootstrap
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import rules as ebpf_bootstrap
 
 
 def ebpf_bootstrap_problems(facts):

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import preflight_report
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import report as preflight_report
 
 
 def preflight_report_filter(cluster, host_results=None, ignore=None):

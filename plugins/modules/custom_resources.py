@@ -102,8 +102,8 @@ dest:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.artifact import write_artifact
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.manifest import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.artifact import write_artifact
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.manifest import (
     DATAPLANES, HAS_YAML, VARIANTS, ManifestError, render_custom_resources)
 
 

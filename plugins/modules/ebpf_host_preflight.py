@@ -91,8 +91,8 @@ facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight_host import run_host_preflight
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight_rules import CHECK_NAMES
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.host import run_host_preflight
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import CHECK_NAMES
 
 
 def main():

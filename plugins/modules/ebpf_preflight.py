@@ -196,11 +196,10 @@ api_requests:
   sample: {read: 12, write: 0}
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import run_preflight
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight_rules import (
-    CHECK_NAMES, PLATFORM_CHOICES)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.runner import run_preflight
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import CHECK_NAMES, PLATFORM_CHOICES
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 
 

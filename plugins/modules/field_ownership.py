@@ -98,9 +98,9 @@ counts:
 
 import traceback
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     FIELD_MANAGER, Client, ClientError, auth_argument_spec)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.field_ownership import run
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.field_ownership import run
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 
 

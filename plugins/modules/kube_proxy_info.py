@@ -174,12 +174,12 @@ api_requests:
   type: dict
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec, check_kubeconfig)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import run_kube_proxy_info
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy_rules import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.runner import run_kube_proxy_info
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.rules import (
     DEFAULT_NODE_SELECTOR, FELIX_FIELD, STATES)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint_rules import PLATFORM_CHOICES
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import PLATFORM_CHOICES
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 
 

@@ -106,9 +106,9 @@ try:
 except ImportError:  # pragma: no cover - AnsibleK8SModule checks for PyYAML first
     HAS_YAML = False
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.apply import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.apply import (
     ApplyError, apply_documents, wait_crds_established)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec)
 
 try:

@@ -137,9 +137,9 @@ api_requests:
   sample: {read: 1, write: 1}
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.merge_patch import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.merge_patch import (
     MISSING_CHOICES, run_merge_patch)
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 

@@ -227,9 +227,9 @@ record:
 
 import traceback
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import (
     DEFAULT_OWNER_API_VERSIONS, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE, OwnerReferencesError, run)
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 

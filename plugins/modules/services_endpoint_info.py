@@ -196,11 +196,11 @@ api_requests:
   sample: {read: 5, write: 0}
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec, check_kubeconfig)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.runner import (
     GATHER_CHOICES, run_services_endpoint_info)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint_rules import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import (
     KOPS_HOST_PREFIX, MKE_HOST, MODULE_NAMES, PLATFORM_CHOICES)
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 

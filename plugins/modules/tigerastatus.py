@@ -111,9 +111,9 @@ polls:
   type: int
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.tigerastatus import read
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.tigerastatus import read
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule

@@ -142,8 +142,8 @@ dest:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.artifact import write_artifact
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.manifest import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.artifact import write_artifact
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.manifest import (
     ManifestError, etcd_endpoints, render_upgrade, workloads)
 
 

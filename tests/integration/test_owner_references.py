@@ -547,7 +547,7 @@ def test_the_api_server_answers_the_scan_with_metadata_only(cluster, calico_crds
     """The module's reads (Client.list/get with metadata_only) get PartialObjectMetadata from this API server, for a
     built-in type and a custom resource alike: a Secret's data never reaches the module. The control: the same
     LIST without it carries the data."""
-    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import Client
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client
     ns = namespaces[0]
     secret_value = "calico-ops-" + uuid.uuid4().hex
     cluster.kubectl("create", "secret", "generic", "creds", "-n", ns, "--from-literal=password=" + secret_value)

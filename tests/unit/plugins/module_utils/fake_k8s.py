@@ -21,7 +21,7 @@ import uuid
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import api_exception
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import Client
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client
 
 
 class _Resp(object):

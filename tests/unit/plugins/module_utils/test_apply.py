@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import apply as ap
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import apply as ap
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 
 
 class StubClient:

@@ -9,7 +9,7 @@ import json
 import pytest
 import yaml
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import calico_facts as cf
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import facts as cf
 from ansible_collections.calico_ops.lifecycle.tests.unit.calico_releases import release_text
 
 FLAVORS = {

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import calico_version as cv
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import version as cv
 
 
 @pytest.mark.parametrize("text", ["v3.31.4", "v0.0.0", "v10.2.33"])
@@ -111,7 +111,7 @@ def test_plan_rejects_a_malformed_target():
 
 
 def test_target_range_refuses_older_than_v3_15_and_newer_than_tested_without_the_opt_in():
-    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico_version import target_problems
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.version import target_problems
     assert target_problems("v3.31.4") == [] and target_problems("v3.15.0") == []
     older = target_problems("v3.14.9", allow_untested=True)
     assert len(older) == 1 and "upgrade_target_version v3.14.9 is older than v3.15.0" in older[0]

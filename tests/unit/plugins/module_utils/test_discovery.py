@@ -2,9 +2,8 @@
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.discovery import discover
-
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import client, standard_api
 
 
@@ -80,5 +79,5 @@ def test_unreadable_group_list_raises():
 
 
 def Client_request(c, method, path, **kw):
-    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import Client
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client
     return Client.request(c, method, path, **kw)

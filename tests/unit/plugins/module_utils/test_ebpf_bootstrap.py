@@ -1,7 +1,7 @@
 """The two v3.31 eBPF paths and the mixes the Tigera operator refuses (pure rules of module_utils/ebpf_bootstrap;
 the real operator's refusals are in tests/integration/test_install_ebpf.py)."""
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import ebpf_bootstrap as eb
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import rules as eb
 
 
 def inst(**net):

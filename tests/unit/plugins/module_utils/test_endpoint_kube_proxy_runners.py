@@ -8,10 +8,10 @@ import json
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import api_exception
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import Client
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import run_kube_proxy_info
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform_choice import choose_platform
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.runner import run_kube_proxy_info
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.platform import choose_platform
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.runner import (
     run_services_endpoint_info)
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import host_endpoint_migration_rules as rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import rules
 
 CRD = "crd.projectcalico.org/v1"
 

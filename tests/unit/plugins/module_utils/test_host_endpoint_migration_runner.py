@@ -18,11 +18,10 @@ import sys
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import host_endpoint_migration as hem
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import host_endpoint_migration_rules as rules
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoint_migration import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import runner as hem
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.runner import (
     CalicoctlDatastore, HostEndpointMigrationError, KubeDatastore, Runner, run)
-
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import FakeDynamic, _error, client
 
 CRD = "crd.projectcalico.org/v1"

@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import manifest
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import manifest
 from ansible_collections.calico_ops.lifecycle.tests.unit.calico_releases import release_text
 
 CR = """# header comment

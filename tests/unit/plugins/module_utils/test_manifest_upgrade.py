@@ -5,7 +5,7 @@ import base64
 import pytest
 import yaml
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import manifest as mf
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import manifest as mf
 from ansible_collections.calico_ops.lifecycle.tests.unit.calico_releases import release_text
 
 

@@ -5,11 +5,10 @@ import os
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import (
     OwnerReferencesError, Runner, entry_key, run)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import record_store
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import RecordStore
-
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records import store as record_store
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import RecordStore
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import client, standard_api
 
 CALICO = "projectcalico.org/v3"
@@ -498,6 +497,6 @@ def test_missing_owner_message_names_each_dependent_and_the_owner_it_lost(tmp_pa
 
 
 def test_an_empty_owner_api_versions_is_refused():
-    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references import run
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import run
     with pytest.raises(OwnerReferencesError, match="owner_api_versions is an empty list"):
         run(None, {"state": "detached", "owner_api_versions": []})

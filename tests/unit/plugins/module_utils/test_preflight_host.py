@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight_host import gather, run_host_preflight
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.host import gather, run_host_preflight
 
 MOUNTS_GOOD = """sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0
 cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0

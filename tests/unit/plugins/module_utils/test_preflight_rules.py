@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import preflight_rules as r
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import rules as r
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import cluster_rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import node_rules
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -26,7 +28,7 @@ def node(name="n1", os_image="Ubuntu 22.04.4 LTS", kernel="5.15.0-105-generic", 
 
 def judge(**kwargs):
     cgroup = kwargs.pop("cgroup_v2_path", None)
-    return r.judge_node(r.node_facts(node(**kwargs)), cgroup)
+    return node_rules.judge_node(node_rules.node_facts(node(**kwargs)), cgroup)
 
 
 # -- kernel parsing ---------------------------------------------------------------------------------
@@ -50,7 +52,7 @@ def judge(**kwargs):
     ("10.0.17763.5329", (10, 0, 17763, 0)),
 ])
 def test_parse_kernel(text, expected):
-    assert r.parse_kernel(text) == expected
+    assert node_rules.parse_kernel(text) == expected
 
 
 # -- OS and kernel table ----------------------------------------------------------------------------
@@ -120,12 +122,12 @@ def test_reasons_name_the_rule():
 
 
 def test_parse_os_versions():
-    assert r.parse_os("Ubuntu 22.04.4 LTS")["version"] == (22, 4)
-    assert r.parse_os("Red Hat Enterprise Linux CoreOS 415.92.202402201450-0 (Plow)")["version"] == (9, 2)
-    assert r.parse_os("CentOS Stream 8")["version"] == (8,)
-    assert r.parse_os(None) == {"id": "unknown", "version": None, "name": "", "immutable": False}
-    assert r.parse_os(42)["id"] == "unknown"
-    assert r.parse_os("Gentoo Linux")["id"] == "other"
+    assert node_rules.parse_os("Ubuntu 22.04.4 LTS")["version"] == (22, 4)
+    assert node_rules.parse_os("Red Hat Enterprise Linux CoreOS 415.92.202402201450-0 (Plow)")["version"] == (9, 2)
+    assert node_rules.parse_os("CentOS Stream 8")["version"] == (8,)
+    assert node_rules.parse_os(None) == {"id": "unknown", "version": None, "name": "", "immutable": False}
+    assert node_rules.parse_os(42)["id"] == "unknown"
+    assert node_rules.parse_os("Gentoo Linux")["id"] == "other"
 
 
 # -- architecture -----------------------------------------------------------------------------------
@@ -136,18 +138,18 @@ def test_parse_os_versions():
     ("", "warn"), (None, "warn"),
 ])
 def test_architecture(arch, expected):
-    assert r.check_architecture(arch)["verdict"] == expected
+    assert node_rules.check_architecture(arch)["verdict"] == expected
 
 
 def test_architecture_falls_back_to_the_label():
     n = node(node_info=False, labels={"kubernetes.io/arch": "s390x"})
-    assert r.judge_node(r.node_facts(n))["architecture"]["verdict"] == "fail"
+    assert node_rules.judge_node(node_rules.node_facts(n))["architecture"]["verdict"] == "fail"
 
 
 # -- missing nodeInfo and odd shapes -------------------------------------------------------------
 
 def test_missing_node_info_warns_and_never_raises():
-    checks = r.judge_node(r.node_facts(node(node_info=False)))
+    checks = node_rules.judge_node(node_rules.node_facts(node(node_info=False)))
     assert checks["architecture"]["verdict"] == "warn"
     assert checks["os_kernel"]["verdict"] == "warn"
     assert "missing nodeInfo" in checks["os_kernel"]["reason"]
@@ -158,8 +160,8 @@ def test_missing_node_info_warns_and_never_raises():
 @pytest.mark.parametrize("obj", [{}, None, {"metadata": None, "status": None, "spec": None},
                                  {"status": {"nodeInfo": None}}, "not a node"])
 def test_node_facts_of_broken_objects(obj):
-    facts = r.node_facts(obj)
-    checks = r.judge_node(facts)
+    facts = node_rules.node_facts(obj)
+    checks = node_rules.judge_node(facts)
     assert set(checks) == set(r.NODE_CHECKS)
     assert r.worst(checks.values()) == "warn"
 
@@ -171,7 +173,7 @@ def test_windows_by_node_info_and_by_label():
                     operating_system="windows")
     assert by_info["windows"]["verdict"] == "fail"
     assert by_info["os_kernel"]["verdict"] == "fail"
-    by_label = r.judge_node(r.node_facts(node(node_info=False, labels={"kubernetes.io/os": "windows"})))
+    by_label = node_rules.judge_node(node_rules.node_facts(node(node_info=False, labels={"kubernetes.io/os": "windows"})))
     assert by_label["windows"]["verdict"] == "fail"
     assert judge()["windows"]["verdict"] == "ok"
 
@@ -197,7 +199,7 @@ def test_mutable_os_is_not_immutable():
 # -- platform ------------------------------------------------------------------------------------------
 
 def facts_of(*nodes):
-    return [r.node_facts(n) for n in nodes]
+    return [node_rules.node_facts(n) for n in nodes]
 
 
 @pytest.mark.parametrize("labels, annotations, kubelet, provider, groups, expected", [
@@ -222,13 +224,13 @@ def facts_of(*nodes):
 ])
 def test_detect_platform(labels, annotations, kubelet, provider, groups, expected):
     facts = facts_of(node(labels=labels, annotations=annotations, kubelet=kubelet, provider_id=provider))
-    assert r.detect_platform(facts, groups)["name"] == expected
+    assert cluster_rules.detect_platform(facts, groups)["name"] == expected
 
 
 def test_detect_platform_prefers_the_specific_one_and_keeps_evidence():
     facts = facts_of(node("a", annotations={"kubeadm.alpha.kubernetes.io/cri-socket": "x"}),
                      node("b", labels={"cloud.google.com/gke-nodepool": "p"}))
-    got = r.detect_platform(facts)
+    got = cluster_rules.detect_platform(facts)
     assert got["name"] == "gke"
     assert got["evidence"] == ["label cloud.google.com/gke-nodepool (node b)"]
     assert got["other_signals"] == ["kubeadm"]
@@ -236,23 +238,23 @@ def test_detect_platform_prefers_the_specific_one_and_keeps_evidence():
 
 @pytest.mark.parametrize("name", ["gke", "tkg", "rke"])
 def test_unsupported_platforms_fail(name):
-    details = r.platform_details(name, facts_of(node()), source="override")
-    assert r.check_platform(details)["verdict"] == "fail"
+    details = cluster_rules.platform_details(name, facts_of(node()), source="override")
+    assert cluster_rules.check_platform(details)["verdict"] == "fail"
     assert details["supported"] is False
 
 
 @pytest.mark.parametrize("name", ["generic", "kubeadm", "openshift", "kops", "mke", "eks"])
 def test_supported_platforms_pass(name):
-    assert r.check_platform(r.platform_details(name, facts_of(node())))["verdict"] == "ok"
+    assert cluster_rules.check_platform(cluster_rules.platform_details(name, facts_of(node())))["verdict"] == "ok"
 
 
 def test_aks_with_azure_cni_cannot_disable_kube_proxy():
     facts = facts_of(node(labels={"kubernetes.azure.com/cluster": "MC", "kubernetes.azure.com/azure-cni-overlay":
                                   "true"}))
-    details = r.platform_details("aks", facts)
+    details = cluster_rules.platform_details("aks", facts)
     assert details["kube_proxy_can_be_disabled"] is False
     assert details["felix_configuration"] == {"bpfKubeProxyIptablesCleanupEnabled": False}
-    got = r.check_platform(details)
+    got = cluster_rules.check_platform(details)
     assert got["verdict"] == "warn"
     assert "bpfKubeProxyIptablesCleanupEnabled: false" in got["reason"]
 
@@ -260,28 +262,28 @@ def test_aks_with_azure_cni_cannot_disable_kube_proxy():
 def test_aks_with_byo_cni_can_disable_kube_proxy():
     facts = facts_of(node(labels={"kubernetes.azure.com/cluster": "MC",
                                   "kubernetes.azure.com/network-plugin": "none"}))
-    details = r.platform_details("aks", facts)
+    details = cluster_rules.platform_details("aks", facts)
     assert details["kube_proxy_can_be_disabled"] is True
     assert details["felix_configuration"] == {}
-    assert r.check_platform(details)["verdict"] == "ok"
+    assert cluster_rules.check_platform(details)["verdict"] == "ok"
 
 
 def test_aks_without_cni_labels_warns_that_it_cannot_tell():
-    details = r.platform_details("aks", facts_of(node(labels={"kubernetes.azure.com/cluster": "MC"})))
+    details = cluster_rules.platform_details("aks", facts_of(node(labels={"kubernetes.azure.com/cluster": "MC"})))
     assert details["kube_proxy_can_be_disabled"] is None
-    assert r.check_platform(details)["verdict"] == "warn"
+    assert cluster_rules.check_platform(details)["verdict"] == "warn"
 
 
 def test_eks_with_bottlerocket_needs_flex_volume_path():
     facts = facts_of(node("br-1", os_image="Bottlerocket OS 1.19.2 (aws-k8s-1.29)", kernel="6.1.72"),
                      node("al-1", os_image="Amazon Linux 2", kernel="5.10.209-198.858.amzn2.x86_64"))
-    details = r.platform_details("eks", facts)
+    details = cluster_rules.platform_details("eks", facts)
     assert details["installation"] == {"flexVolumePath": "/var/lib/kubelet/plugins"}
     assert details["operator_dns_nameservers"] == ["169.254.169.253"]
-    got = r.check_platform(details)
+    got = cluster_rules.check_platform(details)
     assert got["verdict"] == "warn" and "flexVolumePath: /var/lib/kubelet/plugins" in got["reason"]
-    plain = r.platform_details("eks", facts[1:])
-    assert plain["installation"] == {} and r.check_platform(plain)["verdict"] == "ok"
+    plain = cluster_rules.platform_details("eks", facts[1:])
+    assert plain["installation"] == {} and cluster_rules.check_platform(plain)["verdict"] == "ok"
 
 
 # -- kube-proxy ---------------------------------------------------------------------------------------
@@ -309,13 +311,13 @@ winkernel:
     (None, None),
 ])
 def test_kube_proxy_mode_from_config(text, expected):
-    assert r.kube_proxy_mode_from_config(text) == expected
+    assert cluster_rules.kube_proxy_mode_from_config(text) == expected
 
 
 def test_kube_proxy_mode_from_args():
-    assert r.kube_proxy_mode_from_args(["kube-proxy", "--proxy-mode=ipvs"]) == "ipvs"
-    assert r.kube_proxy_mode_from_args(["kube-proxy", "--proxy-mode", "iptables"]) == "iptables"
-    assert r.kube_proxy_mode_from_args(["kube-proxy", "--config=/var/lib/kube-proxy/config.conf"]) is None
+    assert cluster_rules.kube_proxy_mode_from_args(["kube-proxy", "--proxy-mode=ipvs"]) == "ipvs"
+    assert cluster_rules.kube_proxy_mode_from_args(["kube-proxy", "--proxy-mode", "iptables"]) == "iptables"
+    assert cluster_rules.kube_proxy_mode_from_args(["kube-proxy", "--config=/var/lib/kube-proxy/config.conf"]) is None
 
 
 @pytest.mark.parametrize("mode, present, expected", [
@@ -323,32 +325,32 @@ def test_kube_proxy_mode_from_args():
     ("nftables", True, "warn"), (None, False, "ok"),
 ])
 def test_check_kube_proxy(mode, present, expected):
-    assert r.check_kube_proxy(mode, "ConfigMap kube-system/kube-proxy", present)["verdict"] == expected
+    assert cluster_rules.check_kube_proxy(mode, "ConfigMap kube-system/kube-proxy", present)["verdict"] == expected
 
 
 # -- features ------------------------------------------------------------------------------------------
 
 def test_findings_name_the_first_objects_and_count_all():
     refs = ["Service/ns/s%02d" % i for i in range(25)]
-    got = r.findings(refs, "SCTP", "none", max_objects=20)
+    got = cluster_rules.findings(refs, "SCTP", "none", max_objects=20)
     assert got["verdict"] == "fail" and got["count"] == 25 and got["objects"] == refs[:20]
     assert got["reason"] == "SCTP: 25 (Service/ns/s00, Service/ns/s01, Service/ns/s02, ...)"
-    assert r.findings([], "SCTP", "none") == {"verdict": "ok", "reason": "none", "objects": [], "count": 0}
+    assert cluster_rules.findings([], "SCTP", "none") == {"verdict": "ok", "reason": "none", "objects": [], "count": 0}
 
 
 def test_feature_predicates():
-    assert r.service_has_sctp({"spec": {"ports": [{"protocol": "TCP"}, {"protocol": "SCTP"}]}})
-    assert not r.service_has_sctp({"spec": {"ports": [{"port": 80}]}})
-    assert not r.service_has_sctp({})
-    assert r.policy_has_log_action({"spec": {"egress": [{"action": "Allow"}, {"action": "Log"}]}})
-    assert r.policy_has_log_action({"spec": {"ingress": [{"action": "log"}]}})
-    assert not r.policy_has_log_action({"spec": {"ingress": [{"action": "Allow"}], "egress": None}})
-    assert r.pod_has_floating_ips({"metadata": {"annotations": {"cni.projectcalico.org/floatingIPs": "[]"}}})
-    assert not r.pod_has_floating_ips({"metadata": {}})
-    assert r.felix_floating_ips({"spec": {"floatingIPs": "Enabled"}})
-    assert not r.felix_floating_ips({"spec": {"floatingIPs": "Disabled"}})
-    assert r.felix_policy_sync({"spec": {"policySyncPathPrefix": "/var/run/nodeagent"}})
-    assert r.object_ref({"kind": "GlobalNetworkPolicy", "metadata": {"name": "g"}}) == "GlobalNetworkPolicy/g"
+    assert cluster_rules.service_has_sctp({"spec": {"ports": [{"protocol": "TCP"}, {"protocol": "SCTP"}]}})
+    assert not cluster_rules.service_has_sctp({"spec": {"ports": [{"port": 80}]}})
+    assert not cluster_rules.service_has_sctp({})
+    assert cluster_rules.policy_has_log_action({"spec": {"egress": [{"action": "Allow"}, {"action": "Log"}]}})
+    assert cluster_rules.policy_has_log_action({"spec": {"ingress": [{"action": "log"}]}})
+    assert not cluster_rules.policy_has_log_action({"spec": {"ingress": [{"action": "Allow"}], "egress": None}})
+    assert cluster_rules.pod_has_floating_ips({"metadata": {"annotations": {"cni.projectcalico.org/floatingIPs": "[]"}}})
+    assert not cluster_rules.pod_has_floating_ips({"metadata": {}})
+    assert cluster_rules.felix_floating_ips({"spec": {"floatingIPs": "Enabled"}})
+    assert not cluster_rules.felix_floating_ips({"spec": {"floatingIPs": "Disabled"}})
+    assert cluster_rules.felix_policy_sync({"spec": {"policySyncPathPrefix": "/var/run/nodeagent"}})
+    assert cluster_rules.object_ref({"kind": "GlobalNetworkPolicy", "metadata": {"name": "g"}}) == "GlobalNetworkPolicy/g"
 
 
 @pytest.mark.parametrize("spec, expected", [
@@ -360,7 +362,7 @@ def test_feature_predicates():
     ({}, {"application_layer_policy"}),
 ])
 def test_application_layer_features(spec, expected):
-    assert r.application_layer_features({"spec": spec}) == expected
+    assert cluster_rules.application_layer_features({"spec": spec}) == expected
 
 
 # -- host-level ---------------------------------------------------------------------------------------
@@ -374,11 +376,11 @@ PRETTY_NAME="Red Hat Enterprise Linux 8.1 (Ootpa)"
 
 
 def test_host_facts_are_judged_by_the_same_rules_as_api_nodes():
-    host = r.host_facts("h1", "4.18.0-147.el8.x86_64", "x86_64", r.parse_os_release(OS_RELEASE))
-    api = r.node_facts(node(os_image="Red Hat Enterprise Linux 8.1 (Ootpa)", kernel="4.18.0-147.el8.x86_64"))
-    assert r.judge_node(host) == r.judge_node(api)
-    fcos = r.parse_os_release('ID=fedora\nVARIANT_ID=coreos\nNAME="Fedora Linux"\nVERSION_ID=39\n')
-    assert r.judge_node(r.host_facts("h", "6.7.4", "aarch64", fcos))["immutable_os"]["verdict"] == "warn"
+    host = node_rules.host_facts("h1", "4.18.0-147.el8.x86_64", "x86_64", node_rules.parse_os_release(OS_RELEASE))
+    api = node_rules.node_facts(node(os_image="Red Hat Enterprise Linux 8.1 (Ootpa)", kernel="4.18.0-147.el8.x86_64"))
+    assert node_rules.judge_node(host) == node_rules.judge_node(api)
+    fcos = node_rules.parse_os_release('ID=fedora\nVARIANT_ID=coreos\nNAME="Fedora Linux"\nVERSION_ID=39\n')
+    assert node_rules.judge_node(node_rules.host_facts("h", "6.7.4", "aarch64", fcos))["immutable_os"]["verdict"] == "warn"
 
 
 @pytest.mark.parametrize("host, check, expected", [
@@ -397,8 +399,8 @@ def test_host_facts_are_judged_by_the_same_rules_as_api_nodes():
     ({"vlan_devices": []}, "vlan_devices", "ok"),
 ])
 def test_host_rules(host, check, expected):
-    facts = r.host_facts("h", "6.1.0", "amd64", {"PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)"})
-    assert r.judge_host(facts, host)[check]["verdict"] == expected
+    facts = node_rules.host_facts("h", "6.1.0", "amd64", {"PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)"})
+    assert node_rules.judge_host(facts, host)[check]["verdict"] == expected
 
 
 # -- ignore, summary, the check names ------------------------------------------------------------
@@ -417,9 +419,9 @@ def test_summary_lists_every_failing_node_and_check():
     for name, kwargs in (("good", {}), ("rhel", {"os_image": "Red Hat Enterprise Linux 8.1 (Ootpa)",
                                                  "kernel": "4.18.0-147.el8.x86_64"}),
                          ("z", {"arch": "s390x"})):
-        checks = r.judge_node(r.node_facts(node(name, **kwargs)))
+        checks = node_rules.judge_node(node_rules.node_facts(node(name, **kwargs)))
         nodes[name] = {"verdict": r.worst(checks.values()), "checks": checks}
-    checks = {"sctp_services": r.findings(["Service/a/b"], "SCTP", "none"),
+    checks = {"sctp_services": cluster_rules.findings(["Service/a/b"], "SCTP", "none"),
               "platform": r.verdict("ok", "kubeadm")}
     s = r.summarise(nodes, checks)
     assert s["eligible"] is False and s["verdict"] == "fail"
@@ -458,7 +460,7 @@ def test_role_and_module_choices_are_the_known_check_names():
 def test_rules_do_not_mutate_their_input():
     n = node(labels={"kubernetes.azure.com/cluster": "x"})
     before = copy.deepcopy(n)
-    facts = r.node_facts(n)
-    r.judge_node(facts)
-    r.detect_platform([facts])
+    facts = node_rules.node_facts(n)
+    node_rules.judge_node(facts)
+    cluster_rules.detect_platform([facts])
     assert n == before

@@ -1,9 +1,8 @@
 """The preflight runner, through the real Client, against the in-memory API of fake_k8s (no cluster)."""
 
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import FakeDynamic, client
-
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import preflight_report
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import run_preflight
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import report as preflight_report
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.runner import run_preflight
 
 UBUNTU = {"osImage": "Ubuntu 22.04.4 LTS", "kernelVersion": "5.15.0-105-generic", "architecture": "amd64",
           "operatingSystem": "linux", "kubeletVersion": "v1.33.13"}

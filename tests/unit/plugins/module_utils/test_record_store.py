@@ -5,10 +5,9 @@ import os
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import record_store
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records import store as record_store
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
     RECORD_LABEL, RecordStore, RecordStoreError, label_value, more_advanced)
-
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import client, standard_api
 
 NS = "kube-system"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import rollout
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import rollout
 
 
 def ds(generation=2, observed=2, desired=3, updated=3, available=3, ready=3, unavailable=0, conditions=None):

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import preflight_rules
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import services_endpoint_rules as r
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import rules as preflight_rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import rules as r
 
 REPO = Path(__file__).resolve().parents[4]
 P = "services_endpoint_"

@@ -1,6 +1,6 @@
 """Judging TigeraStatus conditions the way the operator writes them."""
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import tigerastatus as ts
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import tigerastatus as ts
 
 
 def status(name, available, progressing, degraded, reason="", message=""):

@@ -8,7 +8,7 @@ import yaml
 
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import services_endpoint_rules as rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import rules
 
 MODULES = ("services_endpoint_info", "kube_proxy_info", "merge_patch")
 

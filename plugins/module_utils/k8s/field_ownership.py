@@ -26,7 +26,7 @@ __metaclass__ = type
 import copy
 import time
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError, api_path
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
 
 RETRIES = 3
 

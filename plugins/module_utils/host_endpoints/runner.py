@@ -36,12 +36,11 @@ try:
 except ImportError:  # pragma: no cover - Python 2: one request at a time
     ThreadPoolExecutor = None
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     ClientError, ReadOnlyViolation)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
     RecordStoreError, open_record_store, utc_now)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import (
-    host_endpoint_migration_rules as rules)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import rules
 
 JOB = "host_endpoint_migration"
 STATES = ("migrated", "restored")

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import preflight_rules as rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import rules
 
 _RESULT_NOISE = ("changed", "failed", "invocation", "warnings", "deprecations", "_ansible_no_log",
                  "_ansible_verbose_always", "ansible_loop_var", "item", "_ansible_item_label",

@@ -23,7 +23,8 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight_rules import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.cluster_rules import (
+
     kube_proxy_mode_from_args, kube_proxy_mode_from_config)
 
 try:

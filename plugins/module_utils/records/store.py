@@ -40,7 +40,7 @@ import re
 import tempfile
 import time
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 
 FORMAT = 1
 DATA_KEY = "record.json"

@@ -14,9 +14,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import services_endpoint_rules as rules
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform_choice import choose_platform
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import served_group_versions
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.platform import choose_platform
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
 
 OPENSHIFT_CONFIG_API = "config.openshift.io/v1"
 GATHER_CHOICES = ("platform", "endpoint", "configmap", "operator")

@@ -18,7 +18,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 
 MISSING_CHOICES = ("fail", "skip", "create")
 _NOISE = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation")

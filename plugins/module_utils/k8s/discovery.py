@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 
 
 class ResourceType(object):
@@ -154,3 +154,14 @@ def discover(client):
             gv = "%s/%s" % (group, version) if group else version
             failures.append(DiscoveryFailure(gv, exc.status, str(exc)))
     return Discovery(resources, failures)
+
+
+def served_group_versions(client):
+    """Every ``group/version`` the API server serves (one GET of /apis)."""
+    data = client.request("GET", "/apis") or {}
+    out = []
+    for group in data.get("groups") or []:
+        for version in group.get("versions") or []:
+            if version.get("groupVersion"):
+                out.append(version["groupVersion"])
+    return out

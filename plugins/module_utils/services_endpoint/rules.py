@@ -19,7 +19,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight_rules import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import (
+
     AWS_DNS, PLATFORMS, PLATFORM_TITLES, UNSUPPORTED_PLATFORMS)
 
 try:

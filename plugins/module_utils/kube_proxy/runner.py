@@ -13,10 +13,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import kube_proxy_rules as rules
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform_choice import choose_platform
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import served_group_versions
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint_rules import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.platform import choose_platform
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import (
     kops_cluster_name_from_host, parse_server)
 
 OPENSHIFT_NETWORK_API = "operator.openshift.io/v1"

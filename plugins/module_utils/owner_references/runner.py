@@ -30,9 +30,9 @@ import copy
 import os
 import time
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.discovery import discover
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.record_store import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
     DEFAULT_RECORD_DIR, RecordStoreError, find_records, open_record_store)
 
 JOB = "owner_references"

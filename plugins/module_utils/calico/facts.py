@@ -18,10 +18,10 @@ import gzip
 import io
 import json
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import tigerastatus
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico_version import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import tigerastatus
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.version import (
     fmt, image_tag, parse_detected)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 
 OPERATOR_API = "operator.tigera.io/v1"
 CRD_API = "crd.projectcalico.org/v1"
@@ -520,7 +520,7 @@ def validate_overrides(overrides):
             out.append("%s must be one of %s, not %r" % (key, ", ".join(allowed), value))
     version = (overrides or {}).get("version")
     if version not in (None, ""):
-        from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico_version import (
+        from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.version import (
             VersionError, parse_version)
         try:
             parse_version(version, "version")

@@ -16,8 +16,8 @@ __metaclass__ = type
 import copy
 import time
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError, api_path
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.discovery import _group_version_resources
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import _group_version_resources
 
 _VOLATILE_METADATA = ("resourceVersion", "managedFields", "generation", "creationTimestamp", "uid")
 

@@ -17,7 +17,8 @@ __metaclass__ = type
 import os
 import platform
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import preflight_rules as rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import node_rules
 
 
 def _read(root, path):
@@ -84,8 +85,8 @@ def gather(root="/", machine=None):
     release_text = _read(root, "/etc/os-release")
     if release_text is None:
         release_text = _read(root, "/usr/lib/os-release")
-    release = rules.parse_os_release(release_text)
-    facts = rules.host_facts(platform.node() if root == "/" else "", kernel,
+    release = node_rules.parse_os_release(release_text)
+    facts = node_rules.host_facts(platform.node() if root == "/" else "", kernel,
                              machine if machine is not None else platform.machine(), release)
     mounts = _mounts(_read(root, "/proc/mounts"))
     filesystems = _filesystems(_read(root, "/proc/filesystems"))
@@ -107,12 +108,12 @@ def gather(root="/", machine=None):
 def run_host_preflight(root="/", cgroup_v2_path=None, ignore=(), machine=None):
     """Gather and judge one host; ``checks`` has the per-node checks, the host-only ones and ``host_facts``."""
     facts, host = gather(root, machine)
-    checks = rules.judge_host(facts, host, cgroup_v2_path)
+    checks = node_rules.judge_host(facts, host, cgroup_v2_path)
     missing = [what for what, ok in (("kernel release", bool(facts["kernel"])),
                                      ("/etc/os-release", host["os_release_found"]),
                                      ("/proc/filesystems", host["bpffs_supported"] is not None)) if not ok]
     checks["host_facts"] = (rules.verdict(rules.WARN, "could not read: %s" % ", ".join(missing)) if missing
                             else rules.verdict(rules.OK, "kernel, os-release, mounts and devices read"))
     rules.apply_ignore(checks, ignore)
-    summary = rules.node_summary(facts)
+    summary = node_rules.node_summary(facts)
     return {"verdict": rules.worst(checks.values()), "checks": checks, "facts": dict(summary, **host)}

@@ -13,8 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.client import ClientError
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils import preflight_rules as rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import cluster_rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import node_rules
 
 CALICO_CRD_API = "crd.projectcalico.org/v1"
 CALICO_V3_API = "projectcalico.org/v3"
@@ -27,17 +30,6 @@ CALICO_POLICY_TYPES = (
 )
 KUBE_PROXY_NAMESPACE = "kube-system"
 KUBE_PROXY_CONFIGMAPS = ("kube-proxy", "kube-proxy-config")  # kubeadm & co; EKS
-
-
-def served_group_versions(client):
-    """Every ``group/version`` the API server serves (one GET of /apis)."""
-    data = client.request("GET", "/apis") or {}
-    out = []
-    for group in data.get("groups") or []:
-        for version in group.get("versions") or []:
-            if version.get("groupVersion"):
-                out.append(version["groupVersion"])
-    return out
 
 
 class _Reads(object):
@@ -80,7 +72,7 @@ def kube_proxy_state(reads):
         configmap = reads.get("v1", "configmaps", name, namespace=KUBE_PROXY_NAMESPACE)
         if configmap is not None:
             for key in sorted((configmap.get("data") or {})):
-                mode = rules.kube_proxy_mode_from_config(configmap["data"][key])
+                mode = cluster_rules.kube_proxy_mode_from_config(configmap["data"][key])
                 if mode is not None:
                     found.append((mode, "ConfigMap %s/%s %s" % (KUBE_PROXY_NAMESPACE, name, key)))
                     break
@@ -89,7 +81,7 @@ def kube_proxy_state(reads):
     if daemonset is not None:
         pod_spec = ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}
         for container in pod_spec.get("containers") or []:
-            mode = rules.kube_proxy_mode_from_args((container.get("command") or []) + (container.get("args") or []))
+            mode = cluster_rules.kube_proxy_mode_from_args((container.get("command") or []) + (container.get("args") or []))
             if mode is not None:
                 found.append((mode, "DaemonSet %s/kube-proxy --proxy-mode" % KUBE_PROXY_NAMESPACE))
                 break
@@ -116,8 +108,8 @@ def feature_checks(reads, calico_api, felix, max_objects):
     if services is None:
         checks["sctp_services"] = _unreadable("Services", reads.errors.get("services", "not served"))
     else:
-        checks["sctp_services"] = rules.findings(
-            (rules.object_ref(s) for s in services if rules.service_has_sctp(s)),
+        checks["sctp_services"] = cluster_rules.findings(
+            (cluster_rules.object_ref(s) for s in services if cluster_rules.service_has_sctp(s)),
             "Services with protocol SCTP (unsupported in eBPF mode)",
             "no Service uses SCTP (%d Services)" % len(services), max_objects)
 
@@ -129,7 +121,7 @@ def feature_checks(reads, calico_api, felix, max_objects):
         if items is None:
             continue
         listed.append(kind)
-        refs.extend(rules.object_ref(p) for p in items if rules.policy_has_log_action(p))
+        refs.extend(cluster_rules.object_ref(p) for p in items if cluster_rules.policy_has_log_action(p))
     if errors:
         checks["policy_log_action"] = _unreadable(
             "Calico policies", "; ".join(reads.errors[p] for p in errors))
@@ -137,50 +129,50 @@ def feature_checks(reads, calico_api, felix, max_objects):
         checks["policy_log_action"] = rules.verdict(rules.OK, "not installed: " + calico_missing,
                                                     objects=[], count=0)
     else:
-        checks["policy_log_action"] = rules.findings(
+        checks["policy_log_action"] = cluster_rules.findings(
             refs, "Calico policies with a Log action (unsupported in eBPF mode)",
             "no Calico policy uses the Log action (%s read from %s)" % (", ".join(listed), calico_api),
             max_objects)
 
     pods = reads.list("v1", "pods", kind="Pod")
     refs = ["FelixConfiguration/%s" % (f.get("metadata") or {}).get("name") for f in felix or []
-            if rules.felix_floating_ips(f)]
+            if cluster_rules.felix_floating_ips(f)]
     if pods is None:
         checks["floating_ips"] = _unreadable("Pods", reads.errors.get("pods", "not served"))
     else:
-        refs.extend(rules.object_ref(p) for p in pods if rules.pod_has_floating_ips(p))
-        checks["floating_ips"] = rules.findings(
+        refs.extend(cluster_rules.object_ref(p) for p in pods if cluster_rules.pod_has_floating_ips(p))
+        checks["floating_ips"] = cluster_rules.findings(
             refs, "floating IPs in use (FelixConfiguration floatingIPs: Enabled or pods annotated %s)"
-            % rules.FLOATING_IPS_ANNOTATION,
+            % cluster_rules.FLOATING_IPS_ANNOTATION,
             "no floating IPs (%s; no pod annotated %s)" % (
                 "FelixConfiguration floatingIPs not Enabled" if felix is not None else calico_missing,
-                rules.FLOATING_IPS_ANNOTATION), max_objects)
+                cluster_rules.FLOATING_IPS_ANNOTATION), max_objects)
 
     app_layers = reads.list(OPERATOR_API, "applicationlayers", kind="ApplicationLayer")
     features = {}
     for app in app_layers or []:
-        for feature in rules.application_layer_features(app):
-            features.setdefault(feature, []).append(rules.object_ref(app))
+        for feature in cluster_rules.application_layer_features(app):
+            features.setdefault(feature, []).append(cluster_rules.object_ref(app))
     app_note = ("ApplicationLayer not installed" if app_layers is None
                 else "%d ApplicationLayer resources" % len(app_layers))
     if "applicationlayers" in reads.errors:
         app_note = "ApplicationLayer unreadable: %s" % reads.errors["applicationlayers"]
     alp = ["FelixConfiguration/%s" % (f.get("metadata") or {}).get("name") for f in felix or []
-           if rules.felix_policy_sync(f)] + features.get("application_layer_policy", [])
-    checks["application_layer_policy"] = rules.findings(
+           if cluster_rules.felix_policy_sync(f)] + features.get("application_layer_policy", [])
+    checks["application_layer_policy"] = cluster_rules.findings(
         alp, "application layer policy in use (FelixConfiguration policySyncPathPrefix or ApplicationLayer)",
         "no application layer policy (%s; %s)" % (
             "no policySyncPathPrefix" if felix is not None else calico_missing, app_note), max_objects)
-    checks["web_application_firewall"] = rules.findings(
+    checks["web_application_firewall"] = cluster_rules.findings(
         features.get("web_application_firewall", []),
         "web application firewall enabled (ApplicationLayer webApplicationFirewall)",
         "no web application firewall (%s)" % app_note, max_objects)
-    l7 = features.get("l7_logs", []) + [rules.object_ref(s) for s in services or []
-                                        if rules.service_l7_logging(s)]
-    checks["l7_logs"] = rules.findings(
+    l7 = features.get("l7_logs", []) + [cluster_rules.object_ref(s) for s in services or []
+                                        if cluster_rules.service_l7_logging(s)]
+    checks["l7_logs"] = cluster_rules.findings(
         l7, "L7 logs enabled (ApplicationLayer logCollection or Services annotated %s)"
-        % rules.L7_LOGGING_ANNOTATION,
-        "no L7 log collection (%s; no Service annotated %s)" % (app_note, rules.L7_LOGGING_ANNOTATION),
+        % cluster_rules.L7_LOGGING_ANNOTATION,
+        "no L7 log collection (%s; no Service annotated %s)" % (app_note, cluster_rules.L7_LOGGING_ANNOTATION),
         max_objects)
     return checks
 
@@ -192,7 +184,7 @@ def run_preflight(client, platform="auto", ignore=(), max_objects=20, page_size=
     groups = served_group_versions(client)
     calico_api = CALICO_V3_API if CALICO_V3_API in groups else CALICO_CRD_API
 
-    all_facts = [rules.node_facts(n) for n in client.list("v1", "nodes", page_size=page_size)]
+    all_facts = [node_rules.node_facts(n) for n in client.list("v1", "nodes", page_size=page_size)]
 
     felix = reads.list(calico_api, "felixconfigurations", kind="FelixConfiguration")
     felix_default = _felix_default(felix)
@@ -200,21 +192,21 @@ def run_preflight(client, platform="auto", ignore=(), max_objects=20, page_size=
 
     nodes = {}
     for facts in all_facts:
-        checks = rules.apply_ignore(rules.judge_node(facts, cgroup_v2_path), ignore)
-        entry = rules.node_summary(facts)
+        checks = rules.apply_ignore(node_rules.judge_node(facts, cgroup_v2_path), ignore)
+        entry = node_rules.node_summary(facts)
         entry["verdict"] = rules.worst(checks.values())
         entry["checks"] = checks
         nodes[facts["name"]] = entry
 
-    detection = rules.detect_platform(all_facts, groups)
+    detection = cluster_rules.detect_platform(all_facts, groups)
     if platform and platform != "auto":
-        details = rules.platform_details(platform, all_facts, source="override", detection=detection)
+        details = cluster_rules.platform_details(platform, all_facts, source="override", detection=detection)
     else:
-        details = rules.platform_details(detection["name"], all_facts, source="detected", detection=detection)
+        details = cluster_rules.platform_details(detection["name"], all_facts, source="detected", detection=detection)
 
-    checks = {"platform": rules.check_platform(details)}
+    checks = {"platform": cluster_rules.check_platform(details)}
     kube_proxy = kube_proxy_state(reads)
-    checks["kube_proxy_mode"] = rules.check_kube_proxy(kube_proxy["mode"], kube_proxy["source"],
+    checks["kube_proxy_mode"] = cluster_rules.check_kube_proxy(kube_proxy["mode"], kube_proxy["source"],
                                                        kube_proxy["present"])
     checks.update(feature_checks(reads, calico_api, felix, max_objects))
     rules.apply_ignore(checks, ignore)
