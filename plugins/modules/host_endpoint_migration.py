@@ -298,9 +298,12 @@ import traceback
 from ansible.module_utils.common.process import get_bin_path
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.datastore import API_VERSIONS
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.rules import (
+    HostEndpointMigrationError)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.runner import (
-    API_VERSIONS, DATASTORES, DEFAULT_POLL_INTERVAL, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE,
-    DEFAULT_WAIT_TIMEOUT, DEFAULT_WORKERS, STATES, HostEndpointMigrationError, run)
+    DATASTORES, DEFAULT_POLL_INTERVAL, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE, DEFAULT_WAIT_TIMEOUT,
+    DEFAULT_WORKERS, STATES, run)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.rules import (
     CONFLICT_POLICIES)
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule

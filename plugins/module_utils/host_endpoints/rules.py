@@ -61,6 +61,15 @@ SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", 
                    "finalizers")
 CRD_METADATA_ANNOTATION = "projectcalico.org/metadata"
 
+JOB = "host_endpoint_migration"
+
+
+class HostEndpointMigrationError(Exception):
+    """The job stopped or finished with problems; ``result`` is what it did and found."""
+
+    def __init__(self, message, result):
+        super(HostEndpointMigrationError, self).__init__(message)
+        self.result = result
 
 def _meta(obj):
     return (obj or {}).get("metadata") or {}

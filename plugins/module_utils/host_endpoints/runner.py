@@ -4,7 +4,7 @@
 """One job: the runner of the ``host_endpoint_migration`` module.
 
 Replaces manually created all-interfaces host endpoints with the automatic ones calico-kube-controllers
-creates, without leaving a node unprotected (the rules are in ``host_endpoint_migration_rules``):
+creates, without leaving a node unprotected (the rules are in ``rules``; where endpoints live, ``datastore``; the steps, ``labels`` and ``replace``):
 
 * ``migrated``: read every HostEndpoint (``projectcalico.org/v3`` when the Calico API server serves it, else
   ``crd.projectcalico.org/v1``; with the etcd datastore through ``calicoctl get hostendpoints -o json``),
@@ -26,264 +26,42 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
-import subprocess
 import time
 
-try:
-    from concurrent.futures import ThreadPoolExecutor
-except ImportError:  # pragma: no cover - Python 2: one request at a time
-    ThreadPoolExecutor = None
-
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    ClientError, ReadOnlyViolation)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
     RecordStoreError, open_record_store, utc_now)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.datastore import (
+    DatastoreError, make_datastore)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.labels import LabelSteps
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.replace import ReplaceSteps
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.rules import (
+    JOB, HostEndpointMigrationError)
 
-JOB = "host_endpoint_migration"
 STATES = ("migrated", "restored")
 DATASTORES = ("kubernetes", "etcd")
-V3 = "projectcalico.org/v3"
-CRD = "crd.projectcalico.org/v1"
-API_VERSIONS = ("auto", V3, CRD)
 DEFAULT_RECORD_NAMESPACE = "kube-system"
 DEFAULT_RECORD_NAME = "calico-ops-host-endpoint-migration"
 DEFAULT_WAIT_TIMEOUT = 300
 DEFAULT_POLL_INTERVAL = 2.0
-NODE_PATCH_RETRIES = 5
 DEFAULT_WORKERS = 8
-# the record says which endpoints are deleted at the end of the run, and meanwhile at most this often
-CHECKPOINT_SECONDS = 30.0
 
 _now = getattr(time, "monotonic", time.time)
-
-
-class HostEndpointMigrationError(Exception):
-    """The job stopped or finished with problems; ``result`` is what it did and found."""
-
-    def __init__(self, message, result):
-        super(HostEndpointMigrationError, self).__init__(message)
-        self.result = result
-
-
-class DatastoreError(Exception):
-    """HostEndpoints or KubeControllersConfiguration cannot be read or written."""
 
 
 def _more(items, shown, key):
     return " (and %d more: see %s)" % (len(items) - shown, key) if len(items) > shown else ""
 
 
-# -- datastores ------------------------------------------------------------------------------------------
-
-
-class KubeDatastore(object):
-    """Calico resources through the Kubernetes API: projectcalico.org/v3 when served, else the CRDs."""
-
-    datastore = "kubernetes"
-
-    def __init__(self, client, api_version="auto", page_size=500):
-        self.client = client
-        self.wanted = api_version or "auto"
-        self.api_version = None
-        self.page_size = page_size
-        self.check_mode = bool(getattr(client, "check_mode", False))
-
-    def _serves_host_endpoints(self, group_version):
-        """True/False, or raise when the group-version is registered but cannot be read."""
-        try:
-            doc = self.client.request("GET", "/apis/%s" % group_version) or {}
-        except ClientError as exc:
-            if exc.status == 404:
-                return False
-            if exc.status in (401, 403):  # the credentials, not the Calico API server
-                raise DatastoreError("cannot read %s: %s" % (group_version, exc))
-            raise DatastoreError("%s is registered but its resources cannot be read (%s): with the Calico API "
-                                 "server down, nothing can be planned" % (group_version, exc))
-        return any(r.get("name") == rules.HEP_PLURAL for r in doc.get("resources") or [])
-
-    def resolve(self):
-        if self.api_version:
-            return self.api_version
-        if self.wanted != "auto":
-            self.api_version = self.wanted
-        elif self._serves_host_endpoints(V3):
-            self.api_version = V3
-        elif self._serves_host_endpoints(CRD):
-            self.api_version = CRD
-        else:
-            raise DatastoreError("HostEndpoints are served neither by %s nor by %s: Calico is not installed with "
-                                 "the Kubernetes API datastore (for the etcd datastore, set datastore=etcd)"
-                                 % (V3, CRD))
-        return self.api_version
-
-    def describe(self):
-        return {"datastore": self.datastore, "api_version": self.api_version}
-
-    def list_host_endpoints(self):
-        return self.client.list(self.api_version, rules.HEP_PLURAL, page_size=self.page_size)
-
-    def get_kcc(self):
-        return self.client.get(self.api_version, rules.KCC_PLURAL, rules.KCC_NAME)
-
-    def create_kcc(self, body):
-        """The created object, or None when it exists already (created meanwhile)."""
-        try:
-            return self.client.create(self.api_version, rules.KCC_PLURAL, body)
-        except ClientError as exc:
-            if exc.status == 409:
-                return None
-            raise
-
-    def patch_kcc(self, patch):
-        return self.client.merge_patch(self.api_version, rules.KCC_PLURAL, rules.KCC_NAME, patch)
-
-    def delete_host_endpoint(self, ep):
-        """True when deleted, False when it was already gone; ClientError 409 when the UID differs."""
-        result = self.client.delete(self.api_version, rules.HEP_PLURAL, rules.name_of(ep),
-                                    precondition_uid=rules.uid_of(ep) or None)
-        return result is not None
-
-    def create_host_endpoint(self, body):
-        """The created object, or None when one with that name exists already."""
-        try:
-            return self.client.create(self.api_version, rules.HEP_PLURAL, body)
-        except ClientError as exc:
-            if exc.status == 409:
-                return None
-            raise
-
-
-def _run_subprocess(argv, data=None, timeout=None):
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(input=data.encode("utf-8") if data is not None else None, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return 124, "", "timed out after %ss" % timeout
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-
-
-def _not_found(text):
-    text = text.lower()
-    return "does not exist" in text or "not found" in text
-
-
-class CalicoctlDatastore(object):
-    """Calico resources through ``calicoctl`` (the etcd datastore): JSON output, writes refused in check mode."""
-
-    datastore = "etcd"
-    api_version = V3
-
-    def __init__(self, path="calicoctl", config=None, extra_args=None, check_mode=False, run=None,
-                 timeout=120):
-        self.path = path or "calicoctl"
-        self.config = config
-        self.extra_args = list(extra_args or [])
-        self.check_mode = check_mode
-        self.run = run or _run_subprocess
-        self.timeout = timeout
-        self.requests = {"read": 0, "write": 0}
-
-    def resolve(self):
-        return self.api_version
-
-    def describe(self):
-        return {"datastore": self.datastore, "api_version": self.api_version, "calicoctl": self.path,
-                "calicoctl_config": self.config}
-
-    def _call(self, args, data=None, write=False):
-        if write and self.check_mode:
-            raise ReadOnlyViolation("check mode: refusing calicoctl %s" % " ".join(args))
-        argv = [self.path] + list(args)
-        if self.config:
-            argv.append("--config=%s" % self.config)
-        argv.extend(self.extra_args)
-        self.requests["write" if write else "read"] += 1
-        try:
-            return self.run(argv, data, self.timeout)
-        except OSError as exc:
-            raise DatastoreError("cannot run %s: %s" % (self.path, exc))
-
-    def _fail(self, args, rc, out, err):
-        return DatastoreError("calicoctl %s failed (rc=%s): %s" % (" ".join(args), rc, (err or out).strip()))
-
-    def _json(self, args):
-        rc, out, err = self._call(args)
-        if rc != 0:
-            raise self._fail(args, rc, out, err)
-        try:
-            return json.loads(out) if out.strip() else None
-        except ValueError:
-            raise DatastoreError("calicoctl %s: the output is not JSON: %s" % (" ".join(args), out[:200]))
-
-    def list_host_endpoints(self):
-        doc = self._json(["get", "hostendpoints", "-o", "json"])
-        if doc is None:
-            return []
-        if isinstance(doc, list):
-            items = doc
-        elif isinstance(doc, dict) and "items" in doc:
-            items = doc.get("items") or []
-        elif isinstance(doc, dict) and doc.get("kind") == rules.HEP_KIND:
-            items = [doc]
-        else:
-            raise DatastoreError("calicoctl get hostendpoints: unexpected output %s" % json.dumps(doc)[:200])
-        for item in items:
-            item.setdefault("apiVersion", self.api_version)
-            item.setdefault("kind", rules.HEP_KIND)
-        return items
-
-    def get_kcc(self):
-        args = ["get", rules.KCC_PLURAL, rules.KCC_NAME, "-o", "json"]
-        rc, out, err = self._call(args)
-        if rc != 0:
-            if _not_found(err + out):
-                return None
-            raise self._fail(args, rc, out, err)
-        try:
-            return json.loads(out)
-        except ValueError:
-            raise DatastoreError("calicoctl %s: the output is not JSON: %s" % (" ".join(args), out[:200]))
-
-    def _create(self, body):
-        args = ["create", "-f", "-"]
-        rc, out, err = self._call(args, data=json.dumps(body), write=True)
-        if rc != 0:
-            if "already exists" in (err + out).lower():
-                return None
-            raise self._fail(args, rc, out, err)
-        return body
-
-    def create_kcc(self, body):
-        return self._create(body)
-
-    def patch_kcc(self, patch):
-        args = ["patch", "kubecontrollersconfiguration", rules.KCC_NAME, "-p", json.dumps(patch)]
-        rc, out, err = self._call(args, write=True)
-        if rc != 0:
-            raise self._fail(args, rc, out, err)
-
-    def delete_host_endpoint(self, ep):
-        args = ["delete", "hostendpoint", rules.name_of(ep)]
-        rc, out, err = self._call(args, write=True)
-        if rc != 0:
-            if _not_found(err + out):
-                return False
-            raise self._fail(args, rc, out, err)
-        return True
-
-    def create_host_endpoint(self, body):
-        return self._create(body)
-
-
 # -- the runner --------------------------------------------------------------------------------------------
 
 
-class Runner(object):
+class Runner(LabelSteps, ReplaceSteps):
+    """The job: plan, then (1) labels (``labels.LabelSteps``), (2) autoCreate (here), (3) wait, record and delete
+    (``replace.ReplaceSteps``); or restore (``replace.ReplaceSteps.restore``)."""
+
     def __init__(self, client, datastore, label_conflicts="fail", wait_timeout=DEFAULT_WAIT_TIMEOUT,
                  poll_interval=DEFAULT_POLL_INTERVAL, record_namespace=DEFAULT_RECORD_NAMESPACE,
                  record_name=DEFAULT_RECORD_NAME, record_path=None, progress_path=None, diff=False,
@@ -528,81 +306,6 @@ class Runner(object):
                        {"spec": (kcc or {}).get("spec")} if kcc else {},
                        {"spec": after.get("spec")})
 
-    # -- migrated: (1) labels ------------------------------------------------------------------------------
-
-    def _label_one(self, node, item, obj):
-        """Patch one node's planned labels, planning again when its labels changed since the LIST.
-
-        Returns (outcome, before, to_set, error): outcome ``labelled``, ``unchanged`` or ``failed``."""
-        wanted = item["copy"]
-        to_set = dict(item["set"])
-        for _attempt in range(NODE_PATCH_RETRIES):
-            if obj is None:
-                return "failed", None, None, "node %s was deleted during the migration" % node
-            if not to_set:
-                return "unchanged", None, None, None
-            meta = obj.get("metadata") or {}
-            ops = rules.label_patch(meta.get("labels"), to_set, meta.get("resourceVersion"))
-            try:
-                self.client.json_patch("v1", "nodes", node, ops)
-                return "labelled", rules.labels_of(obj), to_set, None
-            except ClientError as exc:
-                if exc.status not in (409, 422):
-                    raise
-            obj = self.client.get("v1", "nodes", node)  # its labels changed since the LIST: plan it again
-            if obj is None:
-                continue
-            to_set, blocking = rules.node_labels_plan(rules.labels_of(obj), wanted, self.label_conflicts)
-            if blocking:
-                return "failed", None, None, "node %s: label %s changed to %r since the plan and conflicts with %r" % (
-                    node, blocking[0]["key"], blocking[0]["node_value"], blocking[0]["endpoint_value"])
-        return "failed", None, None, "node %s kept changing: its labels could not be copied" % node
-
-    def _copy_labels(self, the_plan, nodes):
-        """Patch the planned labels onto the nodes; return the nodes that must not go further."""
-        excluded = set()
-        todo = [(node, the_plan["nodes"][node]) for node in sorted(the_plan["nodes"])
-                if the_plan["nodes"][node]["set"]]
-        outcomes = self._parallel(lambda job: self._label_one(job[0], job[1], nodes[job[0]]), todo)
-        unexpected = None
-        for (node, _item), (outcome, error) in zip(todo, outcomes):
-            if error is not None:
-                if not isinstance(error, ClientError):
-                    unexpected = unexpected or error
-                    continue
-                outcome = ("failed", None, None, "node %s: the labels could not be copied: %s" % (node, error))
-            status, before, to_set, message = outcome
-            if status == "failed":
-                self.failures.append({"node": node, "error": message})
-                self.counts["failed"] += 1
-                excluded.add(node)
-                continue
-            if status == "unchanged":
-                continue
-            after = dict(before)
-            after.update(to_set)
-            self._add_diff("Node %s" % node, {"metadata": {"labels": before}}, {"metadata": {"labels": after}})
-            self.counts["nodes_labelled"] += 1
-            self.counts["labels_set"] += len(to_set)
-            self.labels[node] = dict(to_set)
-            self._progress("node %s: labels copied: %s" % (node, ", ".join(
-                "%s=%s" % kv for kv in sorted(to_set.items()))))
-        if unexpected is not None:
-            raise unexpected
-        return excluded
-
-    def _parallel(self, func, jobs):
-        """[(result, exception)] of ``func`` over ``jobs``, in order; ``workers`` requests at a time."""
-        def call(job):
-            try:
-                return func(job), None
-            except Exception as exc:  # pylint: disable=broad-except
-                return None, exc
-        if self.workers <= 1 or len(jobs) <= 1 or ThreadPoolExecutor is None:
-            return [call(job) for job in jobs]
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(jobs))) as pool:
-            return list(pool.map(call, jobs))
-
     # -- migrated: (2) autoCreate ------------------------------------------------------------------------------
 
     def _enable_auto_create(self, kcc, action, payload):
@@ -644,237 +347,6 @@ class Runner(object):
                     "says node.hostEndpoint.autoCreate=%s (is the node controller enabled, e.g. in "
                     "ENABLED_CONTROLLERS?)" % rules.auto_create_of({"spec": running}))
         return None
-
-    # -- migrated: (3) wait, record, delete --------------------------------------------------------------------
-
-    def _entry_key(self, ep):
-        """A key of the record that is not done yet (a done entry with the same UID starts a new cycle)."""
-        key = rules.entry_key(ep)
-        n = 1
-        candidate = key
-        while True:
-            entry = self.store.get(candidate)
-            if entry is None or not entry.get("done"):
-                return candidate
-            n += 1
-            candidate = "%s|%d" % (key, n)
-
-    def _record_all(self, pending, by_name):
-        """Record every old endpoint that may be deleted (one save, before the first delete): name -> key."""
-        store = self.store
-        keys = {}
-        new = 0
-        for node in sorted(pending):
-            for name in pending[node]["endpoints"]:
-                ep = by_name[name]
-                keys[name] = self._entry_key(ep)
-                if store.add(keys[name], {"endpoint": rules.recordable(ep), "node": node,
-                                          "datastore": self.datastore.datastore,
-                                          "api_version": self.datastore.api_version}):
-                    new += 1
-        if new:
-            store.meta.update({"job": JOB})
-            store.save()  # durable before the first of these endpoints is deleted
-            self._progress("%d old host endpoint(s) recorded in ConfigMap %s/%s and %s" % (
-                new, self.record_namespace, self.record_name, store.path))
-        return keys
-
-    def _replace(self, the_plan, excluded):
-        by_name = dict((rules.name_of(ep), ep) for ep in the_plan["old"])
-        pending = dict((node, item) for node, item in the_plan["nodes"].items() if node not in excluded)
-        if not pending:
-            return False
-        keys = self._record_all(pending, by_name)
-        started = self.clock()
-        deadline = started + self.wait_timeout
-        self._progress("waiting up to %ss for the automatic host endpoints of %d node(s)"
-                       % (int(self.wait_timeout), len(pending)))
-        changed = False
-        reasons = {}
-        self._checkpoint = {"dirty": False, "at": self.clock()}
-        try:
-            while pending:
-                current = self.datastore.list_host_endpoints()
-                autos = rules.automatic_by_node(current)
-                present = dict((rules.name_of(ep), ep) for ep in current)
-                ready = []
-                for node in sorted(pending):
-                    auto, why = rules.automatic_ready(autos.get(node) or [], pending[node]["copy"])
-                    if auto is None:
-                        reasons[node] = why
-                    else:
-                        ready.append((node, auto))
-                if ready:
-                    changed = self._delete_replaced(ready, pending, by_name, keys, present, started) or changed
-                    for node, _auto in ready:
-                        pending.pop(node, None)
-                    self._progress("%d node(s) done, %d waiting" % (len(self.nodes), len(pending)))
-                    self._save_checkpoint()
-                if not pending or self.clock() >= deadline:
-                    break
-                self.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
-        except Exception:
-            self._save_checkpoint(force=True)
-            raise
-        self._save_checkpoint(force=True)
-        for node in sorted(pending):
-            item = pending[node]
-            self.not_replaced.append({"node": node, "endpoints": item["endpoints"], "reason": reasons.get(node)})
-            self.nodes.append({"node": node, "endpoints": item["endpoints"], "copied_labels": item["copy"],
-                               "skipped_labels": item["skipped"], "automatic_endpoint": None,
-                               "status": "not replaced", "reason": reasons.get(node),
-                               "waited_s": round(self.clock() - started, 1)})
-            self._set_action(item["endpoints"], "kept (no automatic host endpoint with the copied labels)")
-            self._progress("node %s: %s after %ss: old host endpoint(s) %s kept" % (
-                node, reasons.get(node), int(self.clock() - started), ", ".join(item["endpoints"])))
-        self.counts["not_replaced"] = len(self.not_replaced)
-        return changed
-
-    def _save_checkpoint(self, force=False):
-        """Save the record's "deleted" marks: at the end, and meanwhile every CHECKPOINT_SECONDS (a run killed
-        in between loses only marks: restore tells deleted endpoints by their absence)."""
-        point = self._checkpoint
-        if point["dirty"] and (force or self.clock() - point["at"] >= CHECKPOINT_SECONDS):
-            point["dirty"] = False
-            self.store.save()
-            point["at"] = self.clock()
-
-    def _delete_replaced(self, ready, pending, by_name, keys, present, started):
-        """Delete the (recorded) old endpoints of the nodes whose automatic endpoint is ready."""
-        store = self.store
-        todo = []  # (node, auto name, endpoint as it is now or None when gone, key)
-        resave = False
-        for node, auto in ready:
-            for name in pending[node]["endpoints"]:
-                ep = by_name[name]
-                now = present.get(name)
-                if now is None or rules.uid_of(now) != rules.uid_of(ep):
-                    todo.append((node, rules.name_of(auto), ep, None))  # gone (or replaced) already
-                    continue
-                if rules.endpoint_labels(now) != rules.endpoint_labels(ep):
-                    self.counts["failed"] += 1
-                    self.failures.append({"node": node, "endpoint": name, "error": (
-                        "HostEndpoint %s: its labels changed since the plan, so it is kept; run again to copy "
-                        "them" % name)})
-                    self._set_action([name], "kept (labels changed since the plan)")
-                    continue
-                if store.get(keys[name])["endpoint"] != rules.recordable(now):
-                    store.update(keys[name], endpoint=rules.recordable(now))  # changed since recorded
-                    resave = True
-                todo.append((node, rules.name_of(auto), now, keys[name]))
-        if resave:
-            store.save()  # the record holds what is about to be deleted
-        changed = False
-        waited = round(self.clock() - started, 1)
-        per_node = {}
-        to_delete = [job for job in todo if job[3] is not None]
-        results = dict(zip([job[3] for job in to_delete],
-                           self._parallel(lambda job: self.datastore.delete_host_endpoint(job[2]), to_delete)))
-        for node, auto_name, ep, key in todo:
-            name = rules.name_of(ep)
-            outcome = per_node.setdefault(node, {"deleted": [], "auto": auto_name})
-            deleted, error = results[key] if key is not None else (False, None)
-            if error is not None:
-                if not isinstance(error, (ClientError, DatastoreError)):
-                    raise error
-                self.counts["failed"] += 1
-                self.failures.append({"node": node, "endpoint": name, "error": "delete HostEndpoint %s: %s"
-                                      % (name, error)})
-                self._set_action([name], "failed", automatic_endpoint=auto_name)
-                continue
-            if deleted:
-                self.counts["deleted"] += 1
-                changed = True
-                outcome["deleted"].append(name)
-                store.update(key, deleted=True, deleted_at=utc_now(), automatic_endpoint=auto_name)
-                self._checkpoint["dirty"] = True
-                self._set_action([name], "deleted", automatic_endpoint=auto_name)
-                self._add_diff("HostEndpoint %s" % name, rules.recordable(ep), {})
-            else:
-                self.counts["already_gone"] += 1
-                self._set_action([name], "already gone", automatic_endpoint=auto_name)
-        for node, auto in ready:
-            outcome = per_node.get(node) or {"deleted": [], "auto": rules.name_of(auto)}
-            item = pending[node]
-            self.nodes.append({"node": node, "endpoints": item["endpoints"], "copied_labels": item["copy"],
-                               "skipped_labels": item["skipped"], "automatic_endpoint": outcome["auto"],
-                               "status": "replaced", "deleted": outcome["deleted"], "waited_s": waited})
-            self._progress("node %s: automatic host endpoint %s present after %ss; old host endpoint(s) deleted: %s"
-                           % (node, outcome["auto"], waited, ", ".join(outcome["deleted"]) or "-"))
-        return changed
-
-    # -- restored ----------------------------------------------------------------------------------------------
-
-    def restore(self):
-        store = self._open_store()
-        pending = store.pending()
-        if not pending:
-            return self.result("restored", False)
-        api_version = self.datastore.resolve()
-        current = dict((rules.name_of(ep), ep) for ep in self.datastore.list_host_endpoints())
-        changed = False
-        try:
-            for key in pending:
-                entry = store.get(key)
-                recorded = entry.get("endpoint") or {}
-                name = rules.name_of(recorded)
-                info = {"name": name, "node": entry.get("node"), "labels": rules.endpoint_labels(recorded),
-                        "uid": rules.uid_of(recorded)}
-                self.endpoints.append(info)
-                existing = current.get(name)
-                if existing is not None:
-                    same = rules.uid_of(existing) == rules.uid_of(recorded)
-                    outcome = "not deleted" if same else "already present"
-                    self.counts["not_deleted" if same else "already_present"] += 1
-                    info["action"] = outcome
-                    if not self.check_mode:
-                        store.mark_done(key, outcome=outcome)
-                        changed = True
-                    continue
-                body = rules.restore_body(recorded, api_version)
-                if self.check_mode:
-                    info["action"] = "would restore"
-                    self.counts["restored"] += 1
-                    self._add_diff("HostEndpoint %s" % name, {}, body)
-                    changed = True
-                    continue
-                try:
-                    created = self.datastore.create_host_endpoint(body)
-                except (ClientError, DatastoreError) as exc:
-                    self.counts["failed"] += 1
-                    self.failures.append({"endpoint": name, "error": "create HostEndpoint %s: %s" % (name, exc)})
-                    info["action"] = "failed"
-                    continue
-                changed = True
-                if created is None:
-                    self.counts["already_present"] += 1
-                    info["action"] = "already present"
-                    store.mark_done(key, outcome="already present")
-                    continue
-                self.counts["restored"] += 1
-                info["action"] = "restored"
-                store.mark_done(key, outcome="restored", restored_uid=rules.uid_of(created) or None)
-                self._add_diff("HostEndpoint %s" % name, {}, body)
-                self._progress("host endpoint %s restored" % name)
-        finally:
-            if changed and not self.check_mode:
-                store.save()
-        if self.failures:
-            raise HostEndpointMigrationError("%d host endpoint(s) could not be restored: %s" % (
-                len(self.failures), "; ".join(f["error"] for f in self.failures[:10])),
-                self.result("restored", changed))
-        return self.result("restored", changed)
-
-
-def make_datastore(client, params):
-    if params.get("datastore") == "etcd":
-        return CalicoctlDatastore(path=params.get("calicoctl_path"), config=params.get("calicoctl_config"),
-                                  extra_args=params.get("calicoctl_extra_args"),
-                                  check_mode=bool(getattr(client, "check_mode", False)),
-                                  timeout=params.get("calicoctl_timeout") or 120)
-    return KubeDatastore(client, api_version=params.get("api_version") or "auto",
-                         page_size=params.get("page_size") or 500)
-
 
 def run(client, params, diff=False, datastore=None, sleep=time.sleep):
     """Entry point for the module: ``params`` holds the module's options."""

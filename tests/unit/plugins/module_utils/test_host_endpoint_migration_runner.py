@@ -18,10 +18,13 @@ import sys
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import runner as hem
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import datastore as hem
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import rules
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.runner import (
-    CalicoctlDatastore, HostEndpointMigrationError, KubeDatastore, Runner, run)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.datastore import (
+    CalicoctlDatastore, KubeDatastore)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.rules import (
+    HostEndpointMigrationError)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.runner import Runner, run
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import FakeDynamic, _error, client
 
 CRD = "crd.projectcalico.org/v1"
