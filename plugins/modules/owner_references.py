@@ -229,8 +229,9 @@ import traceback
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import (
-    DEFAULT_OWNER_API_VERSIONS, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE, OwnerReferencesError, run)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
+    DEFAULT_OWNER_API_VERSIONS, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE, OwnerReferencesError)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import run
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 
 

@@ -27,94 +27,18 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import os
-import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
-    DEFAULT_RECORD_DIR, RecordStoreError, find_records, open_record_store)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import RecordStoreError, open_record_store
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.attach import AttachSteps
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
+    CHECKPOINT_EVERY, CHECKPOINT_SECONDS, DEFAULT_OWNER_API_VERSIONS, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE,
+    JOB, PATCH_RETRIES, OwnerReferencesError, entry_key, owner_brief, refs_patch)
 
-JOB = "owner_references"
-DEFAULT_OWNER_API_VERSIONS = ["projectcalico.org/v3"]
-DEFAULT_RECORD_NAMESPACE = "kube-system"
-DEFAULT_RECORD_NAME = "calico-ops-owner-references"
-PATCH_RETRIES = 6
-# attach saves the record after every CHECKPOINT_EVERY entries done, at most once per CHECKPOINT_SECONDS
-# (and always after 10 * CHECKPOINT_EVERY); a run killed in between redoes nothing: it finds those
-# references in place and only marks them done
-CHECKPOINT_EVERY = 100
-CHECKPOINT_SECONDS = 1.0
-PREFETCH_MIN = 10  # dependents of one type in one namespace from which attach LISTs them instead of GETs
+class Runner(AttachSteps):
+    """The job: ``detached`` (here) and ``attached`` (``attach.AttachSteps``)."""
 
-
-class OwnerReferencesError(Exception):
-    """The job stopped or finished with failures; ``result`` is what it did and found."""
-
-    def __init__(self, message, result):
-        super(OwnerReferencesError, self).__init__(message)
-        self.result = result
-
-
-def group_of(api_version):
-    return api_version.split("/", 1)[0] if "/" in api_version else ""
-
-
-def entry_key(dependent_uid, ref):
-    """A stable key: the dependent and the exact reference (the owner UID included, so a later cycle
-    that detaches the re-attached reference makes a new entry)."""
-    return "|".join([dependent_uid, ref.get("apiVersion") or "", ref.get("kind") or "",
-                     ref.get("name") or "", ref.get("uid") or ""])
-
-
-def _same_owner(a, b):
-    return (group_of(a.get("apiVersion") or "") == group_of(b.get("apiVersion") or "")
-            and a.get("kind") == b.get("kind") and a.get("name") == b.get("name"))
-
-
-def _owner_brief(ref):
-    return dict((k, ref.get(k)) for k in ("apiVersion", "kind", "name", "uid"))
-
-
-def _refs_patch(uid, current, new, resource_version):
-    """A JSON patch replacing the ownerReferences, guarded by tests of the UID and the current value."""
-    ops = [{"op": "test", "path": "/metadata/uid", "value": uid}]
-    if current is None:
-        # no ownerReferences field: a test cannot assert absence, the resourceVersion guards instead
-        ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": resource_version})
-        if new:
-            ops.append({"op": "add", "path": "/metadata/ownerReferences", "value": new})
-        return ops
-    ops.append({"op": "test", "path": "/metadata/ownerReferences", "value": current})
-    if new:
-        ops.append({"op": "replace", "path": "/metadata/ownerReferences", "value": new})
-    else:
-        ops.append({"op": "remove", "path": "/metadata/ownerReferences"})
-    return ops
-
-
-def describe_object(obj):
-    """``Kind namespace/name`` (``Kind name`` when cluster-scoped) of a record's dependent."""
-    return "%s %s%s" % (obj.get("kind"), (obj["namespace"] + "/") if obj.get("namespace") else "", obj.get("name"))
-
-
-def missing_owners_message(missing):
-    """One line naming every dependent left without an owner reference, with the owner it lost."""
-    by_dependent = {}
-    order = []
-    for m in missing:
-        label = describe_object(m["dependent"])
-        if label not in by_dependent:
-            by_dependent[label] = []
-            order.append(label)
-        by_dependent[label].append(m["reason"])
-    return ("%d owner reference(s) were left out because the owner is missing (they stay pending in the record); "
-            "%d dependent(s) are without them: %s" % (
-                len(missing), len(order), "; ".join("%s: owner %s" % (label, ", owner ".join(by_dependent[label]))
-                                                    for label in order)))
-
-
-class Runner(object):
     def __init__(self, client, owner_api_versions=None, record_namespace=DEFAULT_RECORD_NAMESPACE,
                  record_name=DEFAULT_RECORD_NAME, record_path=None, fail_on_unlistable=True,
                  fail_on_missing_owner=True, diff=False, page_size=500, checkpoint_every=CHECKPOINT_EVERY,
@@ -194,7 +118,7 @@ class Runner(object):
             wanted = compute(copy.deepcopy(current or []))
             if wanted == (current or []):
                 return current or [], current or [], obj
-            ops = _refs_patch(uid, current, wanted, meta.get("resourceVersion"))
+            ops = refs_patch(uid, current, wanted, meta.get("resourceVersion"))
             try:
                 self.client.json_patch(res.api_version, res.plural, name, ops, namespace=namespace)
                 return current or [], wanted, obj
@@ -333,231 +257,10 @@ class Runner(object):
     def _report_dep(self, dep, action, refs, extra=None):
         item = dict(dep)
         item["action"] = action
-        item["owners"] = [_owner_brief(r) for r in refs]
+        item["owners"] = [owner_brief(r) for r in refs]
         if extra:
             item.update(extra)
         self.objects.append(item)
-
-    # -- attached ------------------------------------------------------------------------------------
-
-    def _no_record(self, store):
-        """Attach found no record where it was told to look: fail naming where it looked and any record of this
-        job found elsewhere (other namespaces' ConfigMaps, other files), unless the user said there is nothing
-        to attach (``require_record=false``)."""
-        where = "ConfigMap %s/%s and file %s" % (store.namespace, store.name, store.path)
-        if not self.require_record:
-            self.notes.append("no record at %s; require_record=false: nothing to attach" % where)
-            return self.result("attached", False)
-        directories = [os.path.dirname(store.path), os.path.expanduser(DEFAULT_RECORD_DIR)]
-        found, unsearched = find_records(self.client, JOB, directories, cluster=store.cluster_id)
-        msg = ("No owner references record at %s: nothing was attached. References detached earlier stay "
-               "detached until the record is found." % where)
-        if found:
-            msg += " A record of this job was found at: %s; point record_namespace/record_name/record_path at it." % (
-                "; ".join("%s (%d entries, %d pending)" % (f["where"], f["entries"], f["pending"]) for f in found))
-        if unsearched:
-            msg += " Not searched: %s." % "; ".join(unsearched)
-        msg += " If there is nothing to attach (the detach recorded nothing), set require_record=false."
-        result = self.result("attached", False)
-        result["records_found"] = found
-        raise OwnerReferencesError(msg, result)
-
-    def attach(self):
-        store = self._open_store()
-        if not store.loaded_from["configmaps"] and not store.loaded_from["file"]:
-            return self._no_record(store)
-        pending = store.pending()
-        if not pending:
-            return self.result("attached", False)
-        discovery = discover(self.client)
-        by_dependent = {}
-        order = []
-        for key in pending:
-            uid = store.get(key)["dependent"]["uid"]
-            if uid not in by_dependent:
-                by_dependent[uid] = []
-                order.append(uid)
-            by_dependent[uid].append(key)
-        # entries of one record chunk together: a checkpoint then rewrites one ConfigMap, not all of them
-        order.sort(key=lambda u: (min(store.chunk_of(k) for k in by_dependent[u]), u))
-        self.counts["affected"] = len(order)
-        prefetched = self._prefetch(discovery, [store.get(by_dependent[u][0])["dependent"] for u in order])
-        owners = {}
-        since_checkpoint = [0]
-        last_checkpoint = [time.time()]
-        changed = [False]
-
-        def checkpoint(force=False):
-            if self.check_mode or not changed[0]:
-                return
-            due = (since_checkpoint[0] >= self.checkpoint_every
-                   and time.time() - last_checkpoint[0] >= self.checkpoint_seconds)
-            if force or due or since_checkpoint[0] >= 10 * self.checkpoint_every:
-                store.save()
-                since_checkpoint[0] = 0
-                last_checkpoint[0] = time.time()
-
-        try:
-            for uid in order:
-                done = self._attach_one(discovery, by_dependent[uid], owners, prefetched)
-                if done:
-                    changed[0] = True
-                    since_checkpoint[0] += done
-                checkpoint()
-        finally:
-            checkpoint(force=True)
-        attached_any = self.counts["attached"] > 0 or changed[0]
-        problems = []
-        if self.failures:
-            problems.append("%d object(s) could not be re-attached: %s" % (
-                len(self.failures), "; ".join(f["error"] for f in self.failures[:5])))
-        if self.missing and self.fail_on_missing_owner:
-            problems.append(missing_owners_message(self.missing))
-        if problems:
-            raise OwnerReferencesError(" ".join(problems), self.result("attached", attached_any))
-        return self.result("attached", attached_any)
-
-    def _prefetch(self, discovery, dependents):
-        """One LIST instead of many GETs where many dependents share a type and namespace:
-        (apiVersion, kind, namespace) -> {uid: object}. The patches stay guarded, so a stale copy only
-        costs a retry."""
-        groups = {}
-        for dep in dependents:
-            ident = (dep["apiVersion"], dep["kind"], dep.get("namespace"))
-            groups[ident] = groups.get(ident, 0) + 1
-        out = {}
-        for (api_version, kind, namespace), count in sorted(groups.items(), key=lambda g: str(g[0])):
-            if count < PREFETCH_MIN:
-                continue
-            res = discovery.find(api_version, kind)
-            if res is None or not res.listable:
-                continue
-            try:
-                items = self.client.list(res.api_version, res.plural, namespace=namespace,
-                                         page_size=self.page_size, metadata_only=True)
-            except ClientError:
-                continue  # fall back to one GET per dependent
-            out[(api_version, kind, namespace)] = dict(
-                ((i.get("metadata") or {}).get("uid"), i) for i in items)
-        return out
-
-    def _owner_uid(self, discovery, dep, ref, owners):
-        """(uid, None) of the owner ``ref`` names as it is now, or (None, reason)."""
-        api_version, kind, name = ref.get("apiVersion"), ref.get("kind"), ref.get("name")
-        res = discovery.find(api_version, kind)
-        if res is None:
-            failure = discovery.failure_for(api_version)
-            why = "%s is not served" % api_version
-            if failure is not None:
-                why = "%s cannot be discovered (%s)" % (api_version, failure.message)
-            return None, "%s %s: %s" % (kind, name, why)
-        namespace = None
-        if res.namespaced:
-            namespace = dep.get("namespace")
-            if not namespace:
-                return None, "%s %s is namespaced but %s %s is cluster-scoped" % (
-                    kind, name, dep.get("kind"), dep.get("name"))
-        ident = (api_version, kind, namespace, name)
-        if ident not in owners:
-            owner = self.client.get(api_version, res.plural, name, namespace=namespace, metadata_only=True)
-            owners[ident] = ((owner or {}).get("metadata") or {}).get("uid")
-        uid = owners[ident]
-        if not uid:
-            return None, "%s %s%s not found" % (kind, namespace + "/" if namespace else "", name)
-        return uid, None
-
-    def _attach_one(self, discovery, keys, owners, prefetched=None):
-        """Re-attach the pending entries of one dependent; return how many entries were marked done."""
-        store = self.store
-        dep = store.get(keys[0])["dependent"]
-        res = discovery.find(dep["apiVersion"], dep["kind"])
-        if res is None:
-            self.counts["failed"] += 1
-            self.failures.append({"dependent": dep, "error": "%s %s: type %s is not served" % (
-                dep["kind"], dep["name"], dep["apiVersion"])})
-            self._report_dep(dep, "failed", [])
-            return 0
-        listed = (prefetched or {}).get((dep["apiVersion"], dep["kind"], dep.get("namespace")))
-        if listed is not None:
-            obj = listed.get(dep["uid"])
-        else:
-            obj = self.client.get(res.api_version, res.plural, dep["name"], namespace=dep.get("namespace"),
-                                  metadata_only=True)
-        if obj is None or (obj.get("metadata") or {}).get("uid") != dep["uid"]:
-            self.counts["dependents_gone"] += 1
-            self._report_dep(dep, "gone", [store.get(k)["ownerReference"] for k in keys])
-            if not self.check_mode:
-                for key in keys:
-                    store.mark_done(key, outcome="dependent gone")
-            return len(keys)
-        wanted = []  # (key, reference with the owner's current uid)
-        for key in keys:
-            ref = store.get(key)["ownerReference"]
-            uid, why = self._owner_uid(discovery, dep, ref, owners)
-            if uid is None:
-                self.counts["missing_owners"] += 1
-                self.missing.append({"dependent": dep, "owner": _owner_brief(ref), "reason": why,
-                                     "lost": "%s: owner %s" % (describe_object(dep), why)})
-                continue
-            new_ref = dict(ref)
-            new_ref["uid"] = uid
-            wanted.append((key, new_ref))
-        # back where they were in the list (a position past the end appends)
-        wanted.sort(key=lambda kr: int(store.get(kr[0]).get("position") or 0))
-        if not wanted:
-            self._report_dep(dep, "owner missing", [])
-            return 0
-
-        def compute(refs):
-            out = list(refs)
-            for _key, new_ref in wanted:
-                for i, cur in enumerate(out):
-                    if _same_owner(cur, new_ref):
-                        if cur.get("uid") != new_ref["uid"]:
-                            out[i] = new_ref
-                        break
-                else:
-                    position = int(store.get(_key).get("position") or 0)
-                    out.insert(min(position, len(out)), new_ref)
-            return out
-
-        brief = [dict(_owner_brief(r), previous_uid=store.get(k)["ownerReference"].get("uid")) for k, r in wanted]
-        if self.check_mode:
-            current = (obj.get("metadata") or {}).get("ownerReferences") or []
-            after = compute(copy.deepcopy(current))
-            if after == current:
-                self.counts["already_attached"] += len(wanted)
-                self._report_dep(dep, "already attached", [], {"owners": brief})
-            else:
-                self.counts["attached"] += len(wanted)
-                self._report_dep(dep, "would attach", [], {"owners": brief})
-                self._add_diff(dep, current, after)
-            return 0
-        try:
-            before, after, _obj = self._patch_refs(res, obj, compute)
-        except ClientError as exc:
-            self.counts["failed"] += 1
-            self.failures.append({"dependent": dep, "error": str(exc)})
-            self._report_dep(dep, "failed", [], {"owners": brief})
-            return 0
-        if before is None:
-            self.counts["dependents_gone"] += 1
-            self._report_dep(dep, "gone", [], {"owners": brief})
-            for key in keys:
-                store.mark_done(key, outcome="dependent gone")
-            return len(keys)
-        if before == after:
-            self.counts["already_attached"] += len(wanted)
-            outcome, action = "already attached", "already attached"
-        else:
-            self.counts["attached"] += len(wanted)
-            outcome, action = "attached", "attached"
-            self._add_diff(dep, before, after)
-        self._report_dep(dep, action, [], {"owners": brief})
-        for key, new_ref in wanted:
-            store.mark_done(key, outcome=outcome, attached_uid=new_ref["uid"])
-        return len(wanted)
-
 
 def run(client, params, diff=False):
     """Entry point for the module: ``params`` holds the module's options."""

@@ -5,8 +5,9 @@ import os
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import (
-    OwnerReferencesError, Runner, entry_key, run)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
+    OwnerReferencesError, entry_key)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import Runner, run
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records import store as record_store
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import RecordStore
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import client, standard_api

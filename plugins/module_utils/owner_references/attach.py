@@ -1,0 +1,245 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The owner references job, state ``attached`` (a mixin of ``runner.Runner``): for every recorded entry not
+yet done, look up the owner, add the reference back with the owner's current UID, mark the entry done
+(checkpointed as the run goes).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import os
+import time
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import DEFAULT_RECORD_DIR, find_records
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
+    JOB, PREFETCH_MIN, OwnerReferencesError, describe_object, missing_owners_message, owner_brief, same_owner)
+
+
+class AttachSteps(object):
+    """State ``attached``: add the recorded owner references back, with the owners' current UIDs."""
+
+    # -- attached ------------------------------------------------------------------------------------
+
+    def _no_record(self, store):
+        """Attach found no record where it was told to look: fail naming where it looked and any record of this
+        job found elsewhere (other namespaces' ConfigMaps, other files), unless the user said there is nothing
+        to attach (``require_record=false``)."""
+        where = "ConfigMap %s/%s and file %s" % (store.namespace, store.name, store.path)
+        if not self.require_record:
+            self.notes.append("no record at %s; require_record=false: nothing to attach" % where)
+            return self.result("attached", False)
+        directories = [os.path.dirname(store.path), os.path.expanduser(DEFAULT_RECORD_DIR)]
+        found, unsearched = find_records(self.client, JOB, directories, cluster=store.cluster_id)
+        msg = ("No owner references record at %s: nothing was attached. References detached earlier stay "
+               "detached until the record is found." % where)
+        if found:
+            msg += " A record of this job was found at: %s; point record_namespace/record_name/record_path at it." % (
+                "; ".join("%s (%d entries, %d pending)" % (f["where"], f["entries"], f["pending"]) for f in found))
+        if unsearched:
+            msg += " Not searched: %s." % "; ".join(unsearched)
+        msg += " If there is nothing to attach (the detach recorded nothing), set require_record=false."
+        result = self.result("attached", False)
+        result["records_found"] = found
+        raise OwnerReferencesError(msg, result)
+
+    def attach(self):
+        store = self._open_store()
+        if not store.loaded_from["configmaps"] and not store.loaded_from["file"]:
+            return self._no_record(store)
+        pending = store.pending()
+        if not pending:
+            return self.result("attached", False)
+        discovery = discover(self.client)
+        by_dependent = {}
+        order = []
+        for key in pending:
+            uid = store.get(key)["dependent"]["uid"]
+            if uid not in by_dependent:
+                by_dependent[uid] = []
+                order.append(uid)
+            by_dependent[uid].append(key)
+        # entries of one record chunk together: a checkpoint then rewrites one ConfigMap, not all of them
+        order.sort(key=lambda u: (min(store.chunk_of(k) for k in by_dependent[u]), u))
+        self.counts["affected"] = len(order)
+        prefetched = self._prefetch(discovery, [store.get(by_dependent[u][0])["dependent"] for u in order])
+        owners = {}
+        since_checkpoint = [0]
+        last_checkpoint = [time.time()]
+        changed = [False]
+
+        def checkpoint(force=False):
+            if self.check_mode or not changed[0]:
+                return
+            due = (since_checkpoint[0] >= self.checkpoint_every
+                   and time.time() - last_checkpoint[0] >= self.checkpoint_seconds)
+            if force or due or since_checkpoint[0] >= 10 * self.checkpoint_every:
+                store.save()
+                since_checkpoint[0] = 0
+                last_checkpoint[0] = time.time()
+
+        try:
+            for uid in order:
+                done = self._attach_one(discovery, by_dependent[uid], owners, prefetched)
+                if done:
+                    changed[0] = True
+                    since_checkpoint[0] += done
+                checkpoint()
+        finally:
+            checkpoint(force=True)
+        attached_any = self.counts["attached"] > 0 or changed[0]
+        problems = []
+        if self.failures:
+            problems.append("%d object(s) could not be re-attached: %s" % (
+                len(self.failures), "; ".join(f["error"] for f in self.failures[:5])))
+        if self.missing and self.fail_on_missing_owner:
+            problems.append(missing_owners_message(self.missing))
+        if problems:
+            raise OwnerReferencesError(" ".join(problems), self.result("attached", attached_any))
+        return self.result("attached", attached_any)
+
+    def _prefetch(self, discovery, dependents):
+        """One LIST instead of many GETs where many dependents share a type and namespace:
+        (apiVersion, kind, namespace) -> {uid: object}. The patches stay guarded, so a stale copy only
+        costs a retry."""
+        groups = {}
+        for dep in dependents:
+            ident = (dep["apiVersion"], dep["kind"], dep.get("namespace"))
+            groups[ident] = groups.get(ident, 0) + 1
+        out = {}
+        for (api_version, kind, namespace), count in sorted(groups.items(), key=lambda g: str(g[0])):
+            if count < PREFETCH_MIN:
+                continue
+            res = discovery.find(api_version, kind)
+            if res is None or not res.listable:
+                continue
+            try:
+                items = self.client.list(res.api_version, res.plural, namespace=namespace,
+                                         page_size=self.page_size, metadata_only=True)
+            except ClientError:
+                continue  # fall back to one GET per dependent
+            out[(api_version, kind, namespace)] = dict(
+                ((i.get("metadata") or {}).get("uid"), i) for i in items)
+        return out
+
+    def _owner_uid(self, discovery, dep, ref, owners):
+        """(uid, None) of the owner ``ref`` names as it is now, or (None, reason)."""
+        api_version, kind, name = ref.get("apiVersion"), ref.get("kind"), ref.get("name")
+        res = discovery.find(api_version, kind)
+        if res is None:
+            failure = discovery.failure_for(api_version)
+            why = "%s is not served" % api_version
+            if failure is not None:
+                why = "%s cannot be discovered (%s)" % (api_version, failure.message)
+            return None, "%s %s: %s" % (kind, name, why)
+        namespace = None
+        if res.namespaced:
+            namespace = dep.get("namespace")
+            if not namespace:
+                return None, "%s %s is namespaced but %s %s is cluster-scoped" % (
+                    kind, name, dep.get("kind"), dep.get("name"))
+        ident = (api_version, kind, namespace, name)
+        if ident not in owners:
+            owner = self.client.get(api_version, res.plural, name, namespace=namespace, metadata_only=True)
+            owners[ident] = ((owner or {}).get("metadata") or {}).get("uid")
+        uid = owners[ident]
+        if not uid:
+            return None, "%s %s%s not found" % (kind, namespace + "/" if namespace else "", name)
+        return uid, None
+
+    def _attach_one(self, discovery, keys, owners, prefetched=None):
+        """Re-attach the pending entries of one dependent; return how many entries were marked done."""
+        store = self.store
+        dep = store.get(keys[0])["dependent"]
+        res = discovery.find(dep["apiVersion"], dep["kind"])
+        if res is None:
+            self.counts["failed"] += 1
+            self.failures.append({"dependent": dep, "error": "%s %s: type %s is not served" % (
+                dep["kind"], dep["name"], dep["apiVersion"])})
+            self._report_dep(dep, "failed", [])
+            return 0
+        listed = (prefetched or {}).get((dep["apiVersion"], dep["kind"], dep.get("namespace")))
+        if listed is not None:
+            obj = listed.get(dep["uid"])
+        else:
+            obj = self.client.get(res.api_version, res.plural, dep["name"], namespace=dep.get("namespace"),
+                                  metadata_only=True)
+        if obj is None or (obj.get("metadata") or {}).get("uid") != dep["uid"]:
+            self.counts["dependents_gone"] += 1
+            self._report_dep(dep, "gone", [store.get(k)["ownerReference"] for k in keys])
+            if not self.check_mode:
+                for key in keys:
+                    store.mark_done(key, outcome="dependent gone")
+            return len(keys)
+        wanted = []  # (key, reference with the owner's current uid)
+        for key in keys:
+            ref = store.get(key)["ownerReference"]
+            uid, why = self._owner_uid(discovery, dep, ref, owners)
+            if uid is None:
+                self.counts["missing_owners"] += 1
+                self.missing.append({"dependent": dep, "owner": owner_brief(ref), "reason": why,
+                                     "lost": "%s: owner %s" % (describe_object(dep), why)})
+                continue
+            new_ref = dict(ref)
+            new_ref["uid"] = uid
+            wanted.append((key, new_ref))
+        # back where they were in the list (a position past the end appends)
+        wanted.sort(key=lambda kr: int(store.get(kr[0]).get("position") or 0))
+        if not wanted:
+            self._report_dep(dep, "owner missing", [])
+            return 0
+
+        def compute(refs):
+            out = list(refs)
+            for _key, new_ref in wanted:
+                for i, cur in enumerate(out):
+                    if same_owner(cur, new_ref):
+                        if cur.get("uid") != new_ref["uid"]:
+                            out[i] = new_ref
+                        break
+                else:
+                    position = int(store.get(_key).get("position") or 0)
+                    out.insert(min(position, len(out)), new_ref)
+            return out
+
+        brief = [dict(owner_brief(r), previous_uid=store.get(k)["ownerReference"].get("uid")) for k, r in wanted]
+        if self.check_mode:
+            current = (obj.get("metadata") or {}).get("ownerReferences") or []
+            after = compute(copy.deepcopy(current))
+            if after == current:
+                self.counts["already_attached"] += len(wanted)
+                self._report_dep(dep, "already attached", [], {"owners": brief})
+            else:
+                self.counts["attached"] += len(wanted)
+                self._report_dep(dep, "would attach", [], {"owners": brief})
+                self._add_diff(dep, current, after)
+            return 0
+        try:
+            before, after, _obj = self._patch_refs(res, obj, compute)
+        except ClientError as exc:
+            self.counts["failed"] += 1
+            self.failures.append({"dependent": dep, "error": str(exc)})
+            self._report_dep(dep, "failed", [], {"owners": brief})
+            return 0
+        if before is None:
+            self.counts["dependents_gone"] += 1
+            self._report_dep(dep, "gone", [], {"owners": brief})
+            for key in keys:
+                store.mark_done(key, outcome="dependent gone")
+            return len(keys)
+        if before == after:
+            self.counts["already_attached"] += len(wanted)
+            outcome, action = "already attached", "already attached"
+        else:
+            self.counts["attached"] += len(wanted)
+            outcome, action = "attached", "attached"
+            self._add_diff(dep, before, after)
+        self._report_dep(dep, action, [], {"owners": brief})
+        for key, new_ref in wanted:
+            store.mark_done(key, outcome=outcome, attached_uid=new_ref["uid"])
+        return len(wanted)
