@@ -143,8 +143,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.artifact import write_artifact
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.manifest import (
-    ManifestError, etcd_endpoints, render_upgrade, workloads)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.manifest import ManifestError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.upgrade.manifest import (
+    etcd_endpoints, render_upgrade, workloads)
 
 
 def main():

@@ -6,6 +6,8 @@ import pytest
 import yaml
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import manifest as mf
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.upgrade import manifest as upgrade_manifest
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.upgrade import patches as upgrade_patches
 from ansible_collections.calico_ops.lifecycle.tests.unit.calico_releases import release_text
 
 
@@ -29,7 +31,7 @@ def test_strategic_merge_merges_containers_and_env_by_name():
     patch = {"spec": {"containers": [{"name": "a", "env": [{"name": "E2", "value": "2"}, {"name": "E1", "value": "9"}]},
                                      {"name": "b", "$patch": "delete"}, {"name": "c", "image": "z"}],
                       "tolerations": [{"key": "only"}]}}
-    out = mf.strategic_merge(base, patch)
+    out = upgrade_patches.strategic_merge(base, patch)
     assert [c["name"] for c in out["spec"]["containers"]] == ["a", "c"]
     assert out["spec"]["containers"][0]["env"] == [{"name": "E1", "value": "9"}, {"name": "E2", "value": "2"}]
     assert out["spec"]["containers"][0]["image"] == "x"
@@ -38,16 +40,16 @@ def test_strategic_merge_merges_containers_and_env_by_name():
 
 
 def test_strategic_merge_null_deletes_and_replace_directive():
-    out = mf.strategic_merge({"a": {"b": 1, "c": 2}, "d": 3}, {"a": {"$patch": "replace", "x": 1}, "d": None})
+    out = upgrade_patches.strategic_merge({"a": {"b": 1, "c": 2}, "d": 3}, {"a": {"$patch": "replace", "x": 1}, "d": None})
     assert out == {"a": {"x": 1}}
-    mounts = mf.strategic_merge({"volumeMounts": [{"name": "v", "mountPath": "/a"}]},
+    mounts = upgrade_patches.strategic_merge({"volumeMounts": [{"name": "v", "mountPath": "/a"}]},
                                 {"volumeMounts": [{"name": "v", "mountPath": "/b"}]})
     assert len(mounts["volumeMounts"]) == 2  # volumeMounts merge on mountPath, as in Kubernetes
 
 
 def test_json_patch_operations():
     doc = {"a": {"b": [1, 2]}, "c": "x"}
-    out = mf.json_patch(doc, [{"op": "add", "path": "/a/b/-", "value": 3}, {"op": "replace", "path": "/c", "value": "y"},
+    out = upgrade_patches.json_patch(doc, [{"op": "add", "path": "/a/b/-", "value": 3}, {"op": "replace", "path": "/c", "value": "y"},
                               {"op": "add", "path": "/a/b/0", "value": 0}, {"op": "remove", "path": "/a/b/1"},
                               {"op": "copy", "from": "/c", "path": "/d"}, {"op": "move", "from": "/d", "path": "/e~1f"},
                               {"op": "test", "path": "/e~1f", "value": "y"}])
@@ -55,8 +57,8 @@ def test_json_patch_operations():
     for ops in ([{"op": "replace", "path": "/nope", "value": 1}], [{"op": "remove", "path": "/a/b/5"}],
                 [{"op": "test", "path": "/c", "value": "z"}], [{"op": "frobnicate", "path": "/c"}],
                 [{"op": "add", "path": "c", "value": 1}]):
-        with pytest.raises(mf.PatchError):
-            mf.json_patch(doc, ops)
+        with pytest.raises(upgrade_patches.PatchError):
+            upgrade_patches.json_patch(doc, ops)
 
 
 def test_render_upgrade_applies_patches_and_keeps_other_documents_byte_for_byte():
@@ -68,7 +70,7 @@ def test_render_upgrade_applies_patches_and_keeps_other_documents_byte_for_byte(
         {"kind": "ConfigMap", "name": "calico-config",
          "json_patch": [{"op": "replace", "path": "/data/veth_mtu", "value": "1440"}]},
     ]
-    artifact, docs, report = mf.render_upgrade(text, patches)
+    artifact, docs, report = upgrade_manifest.render_upgrade(text, patches)
     env = dict((e["name"], e.get("value")) for e in calico_node(docs)["env"])
     assert env["CALICO_IPV4POOL_CIDR"] == "10.10.0.0/16" and env["DATASTORE_TYPE"] == "kubernetes"
     assert by_kind(docs, "ConfigMap", "calico-config")["data"]["veth_mtu"] == "1440"
@@ -81,12 +83,12 @@ def test_render_upgrade_applies_patches_and_keeps_other_documents_byte_for_byte(
 
 def test_render_upgrade_fails_when_a_patch_matches_nothing():
     text = release("v3.31.4", "calico.yaml")
-    with pytest.raises(mf.PatchError) as err:
-        mf.render_upgrade(text, [{"kind": "DaemonSet", "name": "calico-node", "namespace": "calico-system",
+    with pytest.raises(upgrade_patches.PatchError) as err:
+        upgrade_manifest.render_upgrade(text, [{"kind": "DaemonSet", "name": "calico-node", "namespace": "calico-system",
                                   "patch": {"metadata": {"labels": {"a": "b"}}}}])
     assert "upgrade_manifest_patches[0]" in str(err.value) and "matches no document" in str(err.value)
-    with pytest.raises(mf.PatchError) as err:
-        mf.render_upgrade(text, [{"kind": "ConfigMap", "name": "calico-config",
+    with pytest.raises(upgrade_patches.PatchError) as err:
+        upgrade_manifest.render_upgrade(text, [{"kind": "ConfigMap", "name": "calico-config",
                                   "json_patch": [{"op": "replace", "path": "/data/nope", "value": "1"}]}])
     assert "/data/nope" in str(err.value)
 
@@ -98,15 +100,15 @@ def test_render_upgrade_fails_when_a_patch_matches_nothing():
     ({"kind": "DaemonSet", "name": "x", "patch": [], "typo": 1}, "unknown keys: typo"),
     ("just a string", "must be a dict")])
 def test_malformed_patches_are_refused(entry, words):
-    with pytest.raises(mf.PatchError) as err:
-        mf.render_upgrade("kind: ConfigMap\n", [entry])
+    with pytest.raises(upgrade_patches.PatchError) as err:
+        upgrade_manifest.render_upgrade("kind: ConfigMap\n", [entry])
     assert words in str(err.value)
 
 
 def test_etcd_endpoints_and_tls_go_into_the_configmap_and_the_secret_redacted_in_the_artifact():
     text = release("v3.31.4", "calico-etcd.yaml")
     tls = {"etcd_key": "KEY-PEM", "etcd_cert": "CERT-PEM", "etcd_ca": "CA-PEM"}
-    artifact, docs, _report = mf.render_upgrade(text, (), ["https://10.0.0.1:2379", "https://10.0.0.2:2379"], tls)
+    artifact, docs, _report = upgrade_manifest.render_upgrade(text, (), ["https://10.0.0.1:2379", "https://10.0.0.2:2379"], tls)
     cm = by_kind(docs, "ConfigMap", "calico-config")["data"]
     assert cm["etcd_endpoints"] == "https://10.0.0.1:2379,https://10.0.0.2:2379"
     assert (cm["etcd_key"], cm["etcd_cert"], cm["etcd_ca"]) == (
@@ -114,25 +116,25 @@ def test_etcd_endpoints_and_tls_go_into_the_configmap_and_the_secret_redacted_in
     secret = by_kind(docs, "Secret", "calico-etcd-secrets")["data"]
     assert base64.b64decode(secret["etcd-key"]) == b"KEY-PEM"
     assert "KEY-PEM" not in artifact and base64.b64encode(b"KEY-PEM").decode() not in artifact
-    assert mf.REDACTED in artifact
+    assert upgrade_manifest.REDACTED in artifact
 
 
 def test_etcd_settings_need_an_etcd_manifest_and_key_with_cert():
     with pytest.raises(mf.ManifestError):
-        mf.render_upgrade(release("v3.31.4", "calico.yaml"), (), ["http://127.0.0.1:2379"])
+        upgrade_manifest.render_upgrade(release("v3.31.4", "calico.yaml"), (), ["http://127.0.0.1:2379"])
     with pytest.raises(mf.ManifestError):
-        mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), ["http://127.0.0.1:2379"], {"etcd_key": "k"})
+        upgrade_manifest.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), ["http://127.0.0.1:2379"], {"etcd_key": "k"})
 
 
 def test_endpoints_only_leaves_the_tls_paths_empty():
-    _artifact, docs, _report = mf.render_upgrade(release("v3.31.4", "canal-etcd.yaml"), (), ["http://127.0.0.1:2379"])
+    _artifact, docs, _report = upgrade_manifest.render_upgrade(release("v3.31.4", "canal-etcd.yaml"), (), ["http://127.0.0.1:2379"])
     cm = by_kind(docs, "ConfigMap", "canal-config")["data"]
     assert cm["etcd_endpoints"] == "http://127.0.0.1:2379" and cm["etcd_key"] == ""
 
 
 def test_workloads():
-    _artifact, docs, _report = mf.render_upgrade(release("v3.31.4", "calico-typha.yaml"))
-    assert mf.workloads(docs) == {
+    _artifact, docs, _report = upgrade_manifest.render_upgrade(release("v3.31.4", "calico-typha.yaml"))
+    assert upgrade_manifest.workloads(docs) == {
         "daemonsets": [{"namespace": "kube-system", "name": "calico-node"}],
         "deployments": [{"namespace": "kube-system", "name": "calico-kube-controllers"},
                         {"namespace": "kube-system", "name": "calico-typha"}]}
@@ -150,7 +152,7 @@ def live_etcd(endpoints="https://10.0.0.9:2379", paths=True, keys=("etcd-ca", "e
 
 def test_live_etcd_settings_are_carried_and_the_live_secret_kept_when_not_given():
     notes = []
-    artifact, docs, _report = mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), [], {},
+    artifact, docs, _report = upgrade_manifest.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), [], {},
                                                 etcd_live=live_etcd(), etcd_notes=notes)
     cm = by_kind(docs, "ConfigMap", "calico-config")["data"]
     assert cm["etcd_endpoints"] == "https://10.0.0.9:2379"
@@ -160,7 +162,7 @@ def test_live_etcd_settings_are_carried_and_the_live_secret_kept_when_not_given(
     assert "left out of the upgrade; the live Secret is kept as it is" in artifact
     assert any("etcd_endpoints kept from ConfigMap kube-system/calico-config" in n for n in notes)
     # the user's endpoints win; the TLS paths are still carried
-    _a, docs, _r = mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), ["http://1.2.3.4:2379"], {},
+    _a, docs, _r = upgrade_manifest.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), ["http://1.2.3.4:2379"], {},
                                      etcd_live=live_etcd())
     cm = by_kind(docs, "ConfigMap", "calico-config")["data"]
     assert cm["etcd_endpoints"] == "http://1.2.3.4:2379" and cm["etcd_ca"] == "/calico-secrets/etcd-ca"
@@ -169,24 +171,24 @@ def test_live_etcd_settings_are_carried_and_the_live_secret_kept_when_not_given(
 def test_what_cannot_be_carried_is_refused_naming_the_variable():
     text = release("v3.31.4", "calico-etcd.yaml")
     with pytest.raises(mf.ManifestError, match="upgrade_etcd_endpoints is required .* only the placeholder"):
-        mf.render_upgrade(text, (), [], {}, etcd_live=live_etcd(endpoints="http://<ETCD_IP>:<ETCD_PORT>"))
+        upgrade_manifest.render_upgrade(text, (), [], {}, etcd_live=live_etcd(endpoints="http://<ETCD_IP>:<ETCD_PORT>"))
     on_disk = live_etcd(keys=("etcd-cert", "etcd-key"))
     on_disk["configmap"]["data"]["etcd_ca"] = "/etc/etcd/ca.pem"
     with pytest.raises(mf.ManifestError, match=r"sets etcd_ca to /etc/etcd/ca.pem but Secret kube-system/"
                                                r"calico-etcd-secrets has no etcd-ca.*give upgrade_etcd_ca"):
-        mf.render_upgrade(text, (), [], {}, etcd_live=on_disk)
+        upgrade_manifest.render_upgrade(text, (), [], {}, etcd_live=on_disk)
     # given material for the CA only: the live key and certificate would be dropped
     with pytest.raises(mf.ManifestError, match="has etcd-cert, etcd-key, which the new manifest would not carry"):
-        mf.render_upgrade(text, (), [], {"etcd_ca": "CA-PEM"}, etcd_live=live_etcd())
+        upgrade_manifest.render_upgrade(text, (), [], {"etcd_ca": "CA-PEM"}, etcd_live=live_etcd())
     # a patch that empties a live TLS path is refused (never an empty TLS setting over a non-empty one)
     emptying = [{"kind": "ConfigMap", "name": "calico-config", "patch": {"data": {"etcd_ca": ""}}}]
     with pytest.raises(mf.ManifestError, match="etcd_ca would be emptied"):
-        mf.render_upgrade(text, emptying, [], {}, etcd_live=live_etcd())
+        upgrade_manifest.render_upgrade(text, emptying, [], {}, etcd_live=live_etcd())
 
 
 def test_all_material_given_replaces_the_live_settings():
     tls = {"etcd_key": "KEY-PEM", "etcd_cert": "CERT-PEM", "etcd_ca": "CA-PEM"}
-    _a, docs, _r = mf.render_upgrade(release("v3.31.4", "canal-etcd.yaml"), (), [], tls,
+    _a, docs, _r = upgrade_manifest.render_upgrade(release("v3.31.4", "canal-etcd.yaml"), (), [], tls,
                                      etcd_live=live_etcd(name="canal-config"))
     secret = by_kind(docs, "Secret", "calico-etcd-secrets")["data"]
     assert base64.b64decode(secret["etcd-ca"]) == b"CA-PEM"
@@ -196,7 +198,7 @@ def test_all_material_given_replaces_the_live_settings():
 def test_a_user_patch_of_the_etcd_secret_is_applied_and_guarded():
     patch = [{"kind": "Secret", "name": "calico-etcd-secrets", "patch": {"metadata": {"labels": {"team": "net"}}}}]
     with pytest.raises(mf.ManifestError, match="key etcd-ca would be removed"):
-        mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), patch, [], {}, etcd_live=live_etcd())
-    _a, docs, _r = mf.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), patch, [], {},
+        upgrade_manifest.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), patch, [], {}, etcd_live=live_etcd())
+    _a, docs, _r = upgrade_manifest.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), patch, [], {},
                                      etcd_live=live_etcd(paths=False, keys=()))
     assert by_kind(docs, "Secret", "calico-etcd-secrets")["metadata"]["labels"] == {"team": "net"}
