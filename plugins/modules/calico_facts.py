@@ -163,7 +163,8 @@ requests:
 
 import traceback
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.facts import DEFAULT_NAMES, run
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.facts import run
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.objects import DEFAULT_NAMES
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec)
 from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule

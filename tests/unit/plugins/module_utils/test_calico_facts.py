@@ -9,7 +9,8 @@ import json
 import pytest
 import yaml
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import facts as cf
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import facts_rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import objects
 from ansible_collections.calico_ops.lifecycle.tests.unit.calico_releases import release_text
 
 FLAVORS = {
@@ -28,7 +29,7 @@ def release_docs(version, name):
 
 def observed(docs=(), **extra):
     """What ``read`` would return for a cluster holding ``docs`` (namespaced workloads in kube-system)."""
-    obs = {"names": dict(cf.DEFAULT_NAMES), "helm_releases": [], "installation": None, "operator_deployment": None,
+    obs = {"names": dict(objects.DEFAULT_NAMES), "helm_releases": [], "installation": None, "operator_deployment": None,
            "daemonsets": {}, "deployments": {}, "operator_node_daemonset": None, "configmaps": {},
            "cluster_information": None, "cluster_information_api": None, "felix_configuration": None,
            "application_layer": None, "istiod": None, "tigerastatus": {"installed": False},
@@ -47,7 +48,7 @@ def observed(docs=(), **extra):
 @pytest.mark.parametrize("version", ["v3.27.5", "v3.29.7", "v3.31.4"])
 @pytest.mark.parametrize("flavor", sorted(FLAVORS))
 def test_every_release_flavor_is_recognised(version, flavor):
-    facts, sources, detected = cf.detect(observed(release_docs(version, flavor)))
+    facts, sources, detected = facts_rules.detect(observed(release_docs(version, flavor)))
     assert facts["method"] == "manifest"
     assert facts["datastore"] == FLAVORS[flavor], sources["datastore"]
     assert facts["flavor"] == flavor, sources["flavor"]
@@ -60,12 +61,12 @@ def test_every_release_flavor_is_recognised(version, flavor):
 def test_cluster_information_wins_over_the_image_tag_and_installation_over_both():
     docs = release_docs("v3.27.5", "calico.yaml")
     ci = {"metadata": {"name": "default"}, "spec": {"calicoVersion": "v3.28.1", "variant": "Calico"}}
-    facts, sources, _detected = cf.detect(observed(docs, cluster_information=ci, cluster_information_api=cf.CRD_API))
+    facts, sources, _detected = facts_rules.detect(observed(docs, cluster_information=ci, cluster_information_api=objects.CRD_API))
     assert facts["version"] == "v3.28.1" and "ClusterInformation" in sources["version"]
     assert facts["cluster_version"] == "v3.28.1"
     inst = {"metadata": {"name": "default"}, "spec": {}, "status": {"calicoVersion": "v3.29.7"}}
     operator = {"metadata": {"name": "tigera-operator", "namespace": "tigera-operator"}}
-    facts, sources, _detected = cf.detect(observed(docs, cluster_information=ci, installation=inst,
+    facts, sources, _detected = facts_rules.detect(observed(docs, cluster_information=ci, installation=inst,
                                                    operator_deployment=operator))
     assert facts["method"] == "operator" and facts["version"] == "v3.29.7"
     assert "Installation default status.calicoVersion" in sources["version"]
@@ -82,19 +83,19 @@ def helm_secret(chart="tigera-operator", version="v3.27.5", revision=1, status="
 
 
 def test_helm_release_is_decoded_without_its_values():
-    rel = cf.decode_helm_release(helm_secret(revision=3))
+    rel = objects.decode_helm_release(helm_secret(revision=3))
     assert rel == {"name": "calico", "namespace": "tigera-operator", "revision": 3, "status": "deployed",
                    "chart": "tigera-operator", "chart_version": "v3.27.5", "app_version": "v3.27.5",
                    "secret": "sh.helm.release.v1.calico.v3"}
-    assert cf.decode_helm_release({"data": {"release": "not base64!"}}) is None
+    assert objects.decode_helm_release({"data": {"release": "not base64!"}}) is None
 
 
 def test_helm_method_and_chart_version_as_the_last_version_source():
-    releases = [cf.decode_helm_release(helm_secret(revision=1)),
-                cf.decode_helm_release(helm_secret(version="v3.29.7", revision=2)),
-                cf.decode_helm_release(helm_secret(chart="other-chart", revision=7))]
+    releases = [objects.decode_helm_release(helm_secret(revision=1)),
+                objects.decode_helm_release(helm_secret(version="v3.29.7", revision=2)),
+                objects.decode_helm_release(helm_secret(chart="other-chart", revision=7))]
     obs = observed(helm_releases=releases, installation={"metadata": {"name": "default"}})
-    facts, sources, _detected = cf.detect(obs)
+    facts, sources, _detected = facts_rules.detect(obs)
     assert facts["method"] == "helm" and "revision 2" in sources["method"]
     assert facts["datastore"] == "kubernetes" and facts["flavor"] is None
     assert facts["version"] == "v3.29.7" and "Helm release" in sources["version"]
@@ -103,30 +104,30 @@ def test_helm_method_and_chart_version_as_the_last_version_source():
 
 def test_operator_and_none():
     inst = {"metadata": {"name": "default"}, "spec": {"variant": "TigeraSecureEnterprise"}}
-    facts, sources, _detected = cf.detect(observed(installation=inst))
+    facts, sources, _detected = facts_rules.detect(observed(installation=inst))
     assert facts["method"] == "operator" and facts["variant"] == "TigeraSecureEnterprise"
     assert facts["version"] is None and "none found" in sources["version"]
-    facts, sources, _detected = cf.detect(observed())
+    facts, sources, _detected = facts_rules.detect(observed())
     assert facts["method"] == "none" and facts["datastore"] is None and facts["version"] is None
 
 
 def test_datastore_from_configmap_when_datastore_type_is_unset():
     docs = release_docs("v3.27.5", "calico-etcd.yaml")
-    facts, sources, _detected = cf.detect(observed(docs))
+    facts, sources, _detected = facts_rules.detect(observed(docs))
     assert facts["datastore"] == "etcd" and "etcd_endpoints" in sources["datastore"]
     obs = observed(docs)
     del obs["configmaps"]["calico-config"]
-    facts, sources, _detected = cf.detect(obs)
+    facts, sources, _detected = facts_rules.detect(obs)
     assert facts["datastore"] == "etcd" and "ETCD_ENDPOINTS" in sources["datastore"]
 
 
 def test_typha_from_the_service_name_without_a_typha_deployment():
     obs = observed(release_docs("v3.27.5", "calico-typha.yaml"))
     del obs["deployments"]["calico-typha"]
-    facts, sources, _detected = cf.detect(obs)
+    facts, sources, _detected = facts_rules.detect(obs)
     assert facts["flavor"] == "calico-typha.yaml" and "FELIX_TYPHAK8SSERVICENAME" in sources["flavor"]
     obs["configmaps"]["calico-config"]["data"]["typha_service_name"] = "none"
-    assert cf.detect(obs)[0]["flavor"] == "calico.yaml"
+    assert facts_rules.detect(obs)[0]["flavor"] == "calico.yaml"
 
 
 def test_alp_detection_and_istio_version():
@@ -135,20 +136,20 @@ def test_alp_detection_and_istio_version():
                    istiod={"metadata": {"name": "istiod", "namespace": "istio-system"},
                            "spec": {"template": {"spec": {"containers": [
                                {"name": "discovery", "image": "docker.io/istio/pilot:1.15.7"}]}}}})
-    facts, sources, _detected = cf.detect(obs)
+    facts, sources, _detected = facts_rules.detect(obs)
     assert facts["alp"] is True and "policySyncPathPrefix" in sources["alp"]
     assert facts["istio_version"] == "1.15" and "pilot:1.15.7" in sources["istio_version"]
     obs["felix_configuration"] = None
     obs["application_layer"] = {"spec": {"applicationLayerPolicy": "Enabled"}}
-    assert cf.detect(obs)[0]["alp"] is True
+    assert facts_rules.detect(obs)[0]["alp"] is True
     obs["application_layer"] = {"spec": {"applicationLayerPolicy": "Disabled"}}
-    facts, _sources, _detected = cf.detect(obs)
+    facts, _sources, _detected = facts_rules.detect(obs)
     assert facts["alp"] is False and facts["istio_version"] is None
 
 
 def test_overrides_win_and_keep_the_detected_value():
     docs = release_docs("v3.27.5", "calico.yaml")
-    facts, sources, detected = cf.detect(observed(docs), {"version": "v3.14.2", "flavor": "calico-typha.yaml",
+    facts, sources, detected = facts_rules.detect(observed(docs), {"version": "v3.14.2", "flavor": "calico-typha.yaml",
                                                           "alp": False, "method": None})
     assert facts["version"] == "v3.14.2" and "given by the user" in sources["version"]
     assert detected["version"]["value"] == "v3.27.5"
@@ -157,15 +158,15 @@ def test_overrides_win_and_keep_the_detected_value():
 
 
 def test_overridden_datastore_changes_the_flavor():
-    facts, _sources, _detected = cf.detect(observed(release_docs("v3.27.5", "calico.yaml")), {"datastore": "etcd"})
+    facts, _sources, _detected = facts_rules.detect(observed(release_docs("v3.27.5", "calico.yaml")), {"datastore": "etcd"})
     assert facts["flavor"] == "calico-etcd.yaml"
 
 
 def test_validate_overrides():
-    assert cf.validate_overrides({"method": "kubectl", "version": "3.31"}) == [
+    assert facts_rules.validate_overrides({"method": "kubectl", "version": "3.31"}) == [
         "method must be one of helm, operator, manifest, none, not 'kubectl'",
         "version must be a release version vX.Y.Z (for example v3.31.4), not '3.31'"]
-    assert cf.validate_overrides({"method": "helm", "version": "v3.31.4"}) == []
+    assert facts_rules.validate_overrides({"method": "helm", "version": "v3.31.4"}) == []
 
 
 def test_installer_field_managers_own_the_image():
@@ -178,12 +179,12 @@ def test_installer_field_managers_own_the_image():
         {"manager": "kubectl-client-side-apply", "operation": "Update", "fieldsV1": image},
         {"manager": "kubectl-set", "operation": "Update", "fieldsV1": env_only},
         {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status", "fieldsV1": image}]
-    assert cf.image_field_managers(ds, "calico-node") == ["kubectl-client-side-apply"]
+    assert objects.image_field_managers(ds, "calico-node") == ["kubectl-client-side-apply"]
 
 
 def test_allow_all_upgrade_is_reported():
     gnp = {"metadata": {"name": "default.allow-all-upgrade"}, "spec": {"selector": "has(host-endpoint-upgrade)"}}
-    facts, sources, _detected = cf.detect(observed(allow_all_upgrade=gnp, allow_all_upgrade_api=cf.CRD_API))
-    assert facts["allow_all_upgrade"] == {"present": True, "api_version": cf.CRD_API,
+    facts, sources, _detected = facts_rules.detect(observed(allow_all_upgrade=gnp, allow_all_upgrade_api=objects.CRD_API))
+    assert facts["allow_all_upgrade"] == {"present": True, "api_version": objects.CRD_API,
                                           "name": "default.allow-all-upgrade",
                                           "selector": "has(host-endpoint-upgrade)"}
