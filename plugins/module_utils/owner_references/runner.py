@@ -30,7 +30,8 @@ import copy
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import RecordStoreError, open_record_store
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
+    RecordStoreError, open_record_store)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.attach import AttachSteps
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
     CHECKPOINT_EVERY, CHECKPOINT_SECONDS, DEFAULT_OWNER_API_VERSIONS, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE,

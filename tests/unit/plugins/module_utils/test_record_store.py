@@ -6,8 +6,10 @@ import os
 import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records import store as record_store
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records import files
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import RECORD_LABEL
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
-    RECORD_LABEL, RecordStore, RecordStoreError, label_value, more_advanced)
+    RecordStore, RecordStoreError, label_value, more_advanced)
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import client, standard_api
 
 NS = "kube-system"
@@ -223,14 +225,14 @@ def test_a_file_of_another_cluster_is_refused(tmp_path):
 
 def test_atomic_write_keeps_the_old_file_when_replacing_fails(tmp_path, monkeypatch):
     path = str(tmp_path / "sub" / "f.json")
-    record_store.atomic_write(path, '{"v": 1}')
+    files.atomic_write(path, '{"v": 1}')
     assert oct(os.stat(path).st_mode & 0o777) == "0o600"
 
     def broken_replace(src, dst):
         raise OSError("disk full")
     monkeypatch.setattr(record_store.os, "replace", broken_replace)
     with pytest.raises(OSError):
-        record_store.atomic_write(path, '{"v": 2}')
+        files.atomic_write(path, '{"v": 2}')
     with open(path) as f:
         assert json.load(f) == {"v": 1}
     assert os.listdir(str(tmp_path / "sub")) == ["f.json"]  # no temporary file left behind
