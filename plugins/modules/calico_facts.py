@@ -161,18 +161,13 @@ requests:
   sample: {read: 13, write: 0}
 """
 
-import traceback
-
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.facts import run
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.objects import DEFAULT_NAMES
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec)
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule, k8s_argument_spec
 
 
 def argument_spec():
-    spec = auth_argument_spec()
-    spec.update(
+    spec = k8s_argument_spec(dict(
         method=dict(type="str", choices=["helm", "operator", "manifest", "none"]),
         datastore=dict(type="str", choices=["kubernetes", "etcd"]),
         flavor=dict(type="str", choices=["calico.yaml", "calico-typha.yaml", "canal.yaml",
@@ -181,25 +176,14 @@ def argument_spec():
         variant=dict(type="str", choices=["Calico", "TigeraSecureEnterprise"]),
         alp=dict(type="bool"),
         istio_version=dict(type="str"),
-    )
+    ))
     for name, default in DEFAULT_NAMES.items():
         spec[name] = dict(type="str", default=default)
     return spec
 
 
 def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    try:
-        client = Client.from_module(module)
-    except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
-        module.fail_json(msg="cannot build a Kubernetes client: %s" % exc, exception=traceback.format_exc())
-    try:
-        result = run(client, module.params)
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    except ClientError as exc:
-        module.fail_json(msg=str(exc), status=exc.status)
-    module.exit_json(**result)
+    K8sModule(argument_spec(), errors=(ValueError,)).run(lambda m: run(m.client(), m.params))
 
 
 if __name__ == "__main__":

@@ -95,34 +95,24 @@ msg:
   type: str
 """
 
-import traceback
-
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.rollout import read
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
+
+
+def _rollout(m):
+    p = m.params
+    result = read(m.client(), p["namespace"], p["daemonset"], p["deployments"], p["datastore"])
+    result["msg"] = result["message"] if result["ready"] else "not rolled out: " + result["message"]
+    return result
 
 
 def main():
-    spec = auth_argument_spec()
-    spec.update(
+    K8sModule(dict(
         namespace=dict(type="str", required=True),
         daemonset=dict(type="str"),
         deployments=dict(type="list", elements="str", default=[]),
         datastore=dict(type="str", choices=["kubernetes", "etcd"], default="kubernetes"),
-    )
-    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
-    try:
-        client = Client.from_module(module)
-    except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
-        module.fail_json(msg="cannot build a Kubernetes client: %s" % exc, exception=traceback.format_exc())
-    p = module.params
-    try:
-        result = read(client, p["namespace"], p["daemonset"], p["deployments"], p["datastore"])
-    except ClientError as exc:
-        module.fail_json(msg=str(exc), status=exc.status)
-    result["msg"] = result["message"] if result["ready"] else "not rolled out: " + result["message"]
-    module.exit_json(changed=False, **result)
+    )).run(_rollout)
 
 
 if __name__ == "__main__":

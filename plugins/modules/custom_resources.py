@@ -99,52 +99,40 @@ dest:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.artifact import write_artifact
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.artifact import artifact_result, read_source
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.manifest import (
     DATAPLANES, HAS_YAML, VARIANTS, ManifestError, render_custom_resources)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import FileModule
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            src=dict(type="path"),
-            content=dict(type="str"),
-            dest=dict(type="path", required=True),
-            linux_dataplane=dict(type="str", choices=list(DATAPLANES), default="BPF"),
-            variant=dict(type="str", choices=list(VARIANTS)),
-            flex_volume_path=dict(type="str"),
-            installation_spec=dict(type="dict", default={}),
-            exclude_kinds=dict(type="list", elements="str", default=[]),
-        ),
-        supports_check_mode=True,
-        required_one_of=[("src", "content")],
-        mutually_exclusive=[("src", "content")],
-    )
+def _render(m):
     if not HAS_YAML:
-        module.fail_json(msg=missing_required_lib("PyYAML"))
-    p = module.params
-    text = p["content"]
-    if text is None:
-        try:
-            with open(p["src"]) as f:
-                text = f.read()
-        except (IOError, OSError) as exc:
-            module.fail_json(msg="src: cannot read %s: %s" % (p["src"], to_native(exc)))
+        m.fail(missing_required_lib("PyYAML"))
+    p = m.params
+    text = read_source(m.module)
     try:
         edited, documents, installation = render_custom_resources(
             text, linux_dataplane=p["linux_dataplane"], variant=p["variant"],
             flex_volume_path=p["flex_volume_path"], spec_overrides=p["installation_spec"],
             exclude_kinds=p["exclude_kinds"])
     except ManifestError as exc:
-        module.fail_json(msg="%s: %s" % (p["src"] or "content", to_native(exc)))
-    changed, diff = write_artifact(module, p["dest"], edited)
-    result = dict(changed=changed, documents=documents, installation=installation, dest=p["dest"])
-    if module._diff:
-        result["diff"] = diff
-    module.exit_json(**result)
+        m.fail("%s: %s" % (p["src"] or "content", exc))
+    return artifact_result(m.module, edited, documents=documents, installation=installation)
+
+
+def main():
+    FileModule(dict(
+        src=dict(type="path"),
+        content=dict(type="str"),
+        dest=dict(type="path", required=True),
+        linux_dataplane=dict(type="str", choices=list(DATAPLANES), default="BPF"),
+        variant=dict(type="str", choices=list(VARIANTS)),
+        flex_volume_path=dict(type="str"),
+        installation_spec=dict(type="dict", default={}),
+        exclude_kinds=dict(type="list", elements="str", default=[]),
+    ), required_one_of=[("src", "content")], mutually_exclusive=[("src", "content")]).run(_render)
 
 
 if __name__ == "__main__":

@@ -90,22 +90,16 @@ facts:
     os_release_found: true
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import FileModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.host import run_host_preflight
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import CHECK_NAMES
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            cgroup_v2_path=dict(type="str"),
-            ignore=dict(type="list", elements="str", default=[], choices=list(CHECK_NAMES)),
-        ),
-        supports_check_mode=True,
-    )
-    result = run_host_preflight(cgroup_v2_path=module.params["cgroup_v2_path"] or None,
-                                ignore=module.params["ignore"])
-    module.exit_json(changed=False, **result)
+    FileModule(dict(
+        cgroup_v2_path=dict(type="str"),
+        ignore=dict(type="list", elements="str", default=[], choices=list(CHECK_NAMES)),
+    )).run(lambda m: run_host_preflight(cgroup_v2_path=m.params["cgroup_v2_path"] or None, ignore=m.params["ignore"]))
 
 
 if __name__ == "__main__":

@@ -196,32 +196,26 @@ api_requests:
   sample: {read: 12, write: 0}
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.runner import run_preflight
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import CHECK_NAMES, PLATFORM_CHOICES
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.runner import run_preflight
+
+
+def _preflight(m):
+    p = m.params
+    if p["max_objects"] < 0 or p["page_size"] < 1:
+        m.fail("max_objects must be >= 0 and page_size >= 1")
+    return run_preflight(m.client(), platform=p["platform"], ignore=p["ignore"], max_objects=p["max_objects"],
+                         page_size=p["page_size"])
 
 
 def main():
-    argument_spec = auth_argument_spec()
-    argument_spec.update(
+    K8sModule(dict(
         platform=dict(type="str", default="auto", choices=list(PLATFORM_CHOICES)),
         ignore=dict(type="list", elements="str", default=[], choices=list(CHECK_NAMES)),
         max_objects=dict(type="int", default=20),
         page_size=dict(type="int", default=500),
-    )
-    module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True)
-    if module.params["max_objects"] < 0 or module.params["page_size"] < 1:
-        module.fail_json(msg="max_objects must be >= 0 and page_size >= 1")
-    try:
-        client = Client.from_module(module)
-        result = run_preflight(client, platform=module.params["platform"], ignore=module.params["ignore"],
-                               max_objects=module.params["max_objects"],
-                               page_size=module.params["page_size"])
-    except ClientError as exc:
-        module.fail_json(msg="eBPF preflight: %s" % exc)
-    module.exit_json(changed=False, **result)
+    ), error_prefix="eBPF preflight: ").run(_preflight)
 
 
 if __name__ == "__main__":

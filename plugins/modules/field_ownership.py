@@ -96,32 +96,18 @@ counts:
   sample: {objects: 42, adopted: 3, covered: 37, absent: 2, unchanged: 0, unknown_type: 0}
 """
 
-import traceback
-
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    FIELD_MANAGER, Client, ClientError, auth_argument_spec)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import FIELD_MANAGER
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.field_ownership import run
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 
 
 def main():
-    spec = auth_argument_spec()
-    spec.update(
+    K8sModule(dict(
         objects=dict(type="list", elements="dict", required=True),
         from_managers=dict(type="list", elements="str", required=True),
         to_manager=dict(type="str", default=FIELD_MANAGER),
-    )
-    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
-    try:
-        client = Client.from_module(module)
-    except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
-        module.fail_json(msg="cannot build a Kubernetes client: %s" % exc, exception=traceback.format_exc())
-    p = module.params
-    try:
-        result = run(client, p["objects"], p["from_managers"], p["to_manager"], diff=module._diff)
-    except ClientError as exc:
-        module.fail_json(msg=str(exc), status=exc.status)
-    module.exit_json(**result)
+    )).run(lambda m: run(m.client(), m.params["objects"], m.params["from_managers"], m.params["to_manager"],
+                         diff=m.diff))
 
 
 if __name__ == "__main__":

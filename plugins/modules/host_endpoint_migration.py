@@ -293,25 +293,18 @@ record:
            "entries": 3, "done": 0, "pending": 3}
 """
 
-import traceback
-
 from ansible.module_utils.common.process import get_bin_path
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.datastore import API_VERSIONS
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.rules import (
-    HostEndpointMigrationError)
+    CONFLICT_POLICIES, HostEndpointMigrationError)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.runner import (
     DATASTORES, DEFAULT_POLL_INTERVAL, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE, DEFAULT_WAIT_TIMEOUT,
     DEFAULT_WORKERS, STATES, run)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.rules import (
-    CONFLICT_POLICIES)
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule, k8s_argument_spec
 
 
 def argument_spec():
-    spec = auth_argument_spec()
-    spec.update(
+    return k8s_argument_spec(dict(
         state=dict(type="str", default="migrated", choices=list(STATES)),
         datastore=dict(type="str", default="kubernetes", choices=list(DATASTORES)),
         api_version=dict(type="str", default="auto", choices=list(API_VERSIONS)),
@@ -328,34 +321,21 @@ def argument_spec():
         record_path=dict(type="path"),
         page_size=dict(type="int", default=500),
         workers=dict(type="int", default=DEFAULT_WORKERS),
-    )
-    return spec
+    ))
 
 
-def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    params = dict(module.params)
+def _migrate(m):
+    params = dict(m.params)
     if params["datastore"] == "etcd" and "/" not in params["calicoctl_path"]:
         try:
             params["calicoctl_path"] = get_bin_path(params["calicoctl_path"])
         except ValueError as exc:  # AnsibleK8SModule has no get_bin_path
-            module.fail_json(msg="calicoctl_path: %s (the etcd datastore is read and written with calicoctl)" % exc)
-    try:
-        client = Client.from_module(module)
-    except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
-        module.fail_json(msg="cannot build a Kubernetes client: %s" % exc, exception=traceback.format_exc())
-    try:
-        result = run(client, params, diff=module._diff)
-    except HostEndpointMigrationError as exc:
-        result = dict(exc.result)
-        for warning in result.pop("warnings", None) or []:
-            module.warn(warning)
-        module.fail_json(msg=str(exc), **result)
-    except ClientError as exc:
-        module.fail_json(msg=str(exc), status=exc.status)
-    for warning in result.pop("warnings", None) or []:
-        module.warn(warning)
-    module.exit_json(**result)
+            m.fail("calicoctl_path: %s (the etcd datastore is read and written with calicoctl)" % exc)
+    return run(m.client(), params, diff=m.diff)
+
+
+def main():
+    K8sModule(argument_spec(), errors=(HostEndpointMigrationError,)).run(_migrate)
 
 
 if __name__ == "__main__":

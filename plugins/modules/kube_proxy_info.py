@@ -174,18 +174,26 @@ api_requests:
   type: dict
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec, check_kubeconfig)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.runner import run_kube_proxy_info
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.rules import (
     DEFAULT_NODE_SELECTOR, FELIX_FIELD, STATES)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.runner import run_kube_proxy_info
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import PLATFORM_CHOICES
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+
+_PASSED = ("state", "platform", "namespace", "daemonset", "configmaps", "pod_selector", "node_selector",
+           "target_mode", "openshift_name", "openshift_field", "felix_name", "felix_field", "kops_cluster_name",
+           "kops_state_store", "kops_binary", "kops_spec_file")
+
+
+def _kube_proxy(m):
+    if not m.params["node_selector"]:
+        m.fail("node_selector: must have at least one key (a label no node carries)")
+    server_url = m.server_url()
+    return run_kube_proxy_info(m.client(), server_url=server_url, **dict((k, m.params[k]) for k in _PASSED))
 
 
 def main():
-    argument_spec = auth_argument_spec()
-    argument_spec.update(
+    K8sModule(dict(
         state=dict(type="str", default="disabled", choices=list(STATES)),
         platform=dict(type="str", default="auto", choices=list(PLATFORM_CHOICES)),
         namespace=dict(type="str", default="kube-system"),
@@ -202,26 +210,7 @@ def main():
         kops_state_store=dict(type="str", no_log=False),
         kops_binary=dict(type="str", default="kops"),
         kops_spec_file=dict(type="str", default="cluster.yaml"),
-    )
-    module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True)
-    p = module.params
-    if not p["node_selector"]:
-        module.fail_json(msg="node_selector: must have at least one key (a label no node carries)")
-    try:
-        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-        check_kubeconfig(module)
-        server_url = get_api_client(module=module).configuration.host
-        result = run_kube_proxy_info(
-            Client.from_module(module), server_url=server_url, state=p["state"], platform=p["platform"],
-            namespace=p["namespace"], daemonset=p["daemonset"], configmaps=p["configmaps"],
-            pod_selector=p["pod_selector"], node_selector=p["node_selector"], target_mode=p["target_mode"],
-            openshift_name=p["openshift_name"], openshift_field=p["openshift_field"], felix_name=p["felix_name"],
-            felix_field=p["felix_field"], kops_cluster_name=p["kops_cluster_name"],
-            kops_state_store=p["kops_state_store"], kops_binary=p["kops_binary"],
-            kops_spec_file=p["kops_spec_file"])
-    except ClientError as exc:
-        module.fail_json(msg="kube-proxy: %s" % exc)
-    module.exit_json(changed=False, **result)
+    ), error_prefix="kube-proxy: ").run(_kube_proxy)
 
 
 if __name__ == "__main__":

@@ -108,13 +108,7 @@ except ImportError:  # pragma: no cover - AnsibleK8SModule checks for PyYAML fir
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.apply import (
     ApplyError, apply_documents, wait_crds_established)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec)
-
-try:
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-except ImportError:  # pragma: no cover
-    from ansible.module_utils.basic import AnsibleModule as AnsibleK8SModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 
 
 def _documents(definition):
@@ -125,43 +119,27 @@ def _documents(definition):
     return [d for d in definition or [] if d]
 
 
-def main():
-    spec = auth_argument_spec()
-    spec.update(
-        definition=dict(type="raw", required=True),
-        namespace=dict(type="str"),
-        field_manager=dict(type="str", default="calico-ops"),
-        force_conflicts=dict(type="bool", default=True),
-        wait_established=dict(type="bool", default=False),
-        timeout=dict(type="int", default=120),
-    )
-    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
-    p = module.params
+def _apply(m):
+    p = m.params
     try:
         docs = _documents(p["definition"])
     except yaml.YAMLError as exc:
-        module.fail_json(msg="definition: not valid YAML: %s" % exc)
-    try:
-        client = Client.from_module(module, field_manager=p["field_manager"])
-        results, changed = apply_documents(client, docs, p["field_manager"], force=p["force_conflicts"],
-                                           check_mode=module.check_mode, namespace=p["namespace"],
-                                           wait=p["timeout"])
-        not_established = []
-        if p["wait_established"] and not module.check_mode:
-            crds = [r["name"] for r in results if r["kind"] == "CustomResourceDefinition"]
-            not_established = wait_crds_established(client, crds, p["timeout"])
-    except ApplyError as exc:
-        module.fail_json(msg=str(exc), rejected=exc.rejected)
-    except ClientError as exc:
-        module.fail_json(msg=str(exc))
+        m.fail("definition: not valid YAML: %s" % exc)
+    client = m.client(field_manager=p["field_manager"])
+    results, changed = apply_documents(client, docs, p["field_manager"], force=p["force_conflicts"],
+                                       check_mode=m.check_mode, namespace=p["namespace"], wait=p["timeout"])
+    not_established = []
+    if p["wait_established"] and not m.check_mode:
+        crds = [r["name"] for r in results if r["kind"] == "CustomResourceDefinition"]
+        not_established = wait_crds_established(client, crds, p["timeout"])
     for r in results:
         if r.get("note"):
-            module.warn("check mode: %s %s would be created; %s (an earlier step would install its CRD)"
-                        % (r["kind"], r["name"], r["note"]))
+            m.module.warn("check mode: %s %s would be created; %s (an earlier step would install its CRD)"
+                          % (r["kind"], r["name"], r["note"]))
     counts = dict((a, sum(1 for r in results if r["action"] == a)) for a in ("created", "updated", "unchanged"))
     out = dict(changed=changed, counts=counts, requests=client.requests,
                results=[dict((k, v) for k, v in r.items() if k not in ("before", "after")) for r in results])
-    if module._diff:
+    if m.diff:
         out["diff"] = [dict(before=r["before"], after=r["after"],
                             before_header="%s %s" % (r["kind"], r["name"]),
                             after_header="%s %s" % (r["kind"], r["name"]))
@@ -169,9 +147,20 @@ def main():
     if p["wait_established"]:
         out["not_established"] = not_established
         if not_established:
-            module.fail_json(msg="CustomResourceDefinitions not Established after %ss: %s"
-                             % (p["timeout"], ", ".join(not_established)), **out)
-    module.exit_json(**out)
+            m.fail("CustomResourceDefinitions not Established after %ss: %s"
+                   % (p["timeout"], ", ".join(not_established)), **out)
+    return out
+
+
+def main():
+    K8sModule(dict(
+        definition=dict(type="raw", required=True),
+        namespace=dict(type="str"),
+        field_manager=dict(type="str", default="calico-ops"),
+        force_conflicts=dict(type="bool", default=True),
+        wait_established=dict(type="bool", default=False),
+        timeout=dict(type="int", default=120),
+    ), errors=(ApplyError,)).run(_apply)
 
 
 if __name__ == "__main__":

@@ -137,16 +137,20 @@ api_requests:
   sample: {read: 1, write: 1}
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.merge_patch import (
     MISSING_CHOICES, run_merge_patch)
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
+
+
+def _patch(m):
+    p = m.params
+    return run_merge_patch(m.client(), p["api_version"], p["resource"], p["name"], p["patch"],
+                           namespace=p["namespace"], missing=p["missing"], create=p["create"], lock=p["lock"],
+                           want_diff=m.diff)
 
 
 def main():
-    argument_spec = auth_argument_spec()
-    argument_spec.update(
+    K8sModule(dict(
         api_version=dict(type="str", required=True),
         resource=dict(type="str", required=True),
         name=dict(type="str", required=True),
@@ -155,17 +159,7 @@ def main():
         missing=dict(type="str", default="fail", choices=list(MISSING_CHOICES)),
         create=dict(type="dict"),
         lock=dict(type="bool", default=False),
-    )
-    module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True,
-                              required_if=[("missing", "create", ("create",))])
-    p = module.params
-    try:
-        result = run_merge_patch(Client.from_module(module), p["api_version"], p["resource"], p["name"],
-                                 p["patch"], namespace=p["namespace"], missing=p["missing"], create=p["create"],
-                                 lock=p["lock"], want_diff=module._diff)
-    except ClientError as exc:
-        module.fail_json(msg="merge patch: %s" % exc, status=exc.status)
-    module.exit_json(**result)
+    ), error_prefix="merge patch: ", required_if=[("missing", "create", ("create",))]).run(_patch)
 
 
 if __name__ == "__main__":

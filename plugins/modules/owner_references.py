@@ -225,19 +225,14 @@ record:
            "entries": 14, "done": 0, "pending": 14}
 """
 
-import traceback
-
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule, k8s_argument_spec
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
     DEFAULT_OWNER_API_VERSIONS, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE, OwnerReferencesError)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import run
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
 
 
 def argument_spec():
-    spec = auth_argument_spec()
-    spec.update(
+    return k8s_argument_spec(dict(
         state=dict(type="str", required=True, choices=["detached", "attached"]),
         owner_api_versions=dict(type="list", elements="str", default=list(DEFAULT_OWNER_API_VERSIONS)),
         record_namespace=dict(type="str", default=DEFAULT_RECORD_NAMESPACE),
@@ -247,23 +242,12 @@ def argument_spec():
         fail_on_missing_owner=dict(type="bool", default=True),
         require_record=dict(type="bool", default=True),
         page_size=dict(type="int", default=500),
-    )
-    return spec
+    ))
 
 
 def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    try:
-        client = Client.from_module(module)
-    except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
-        module.fail_json(msg="cannot build a Kubernetes client: %s" % exc, exception=traceback.format_exc())
-    try:
-        result = run(client, module.params, diff=module._diff)
-    except OwnerReferencesError as exc:
-        module.fail_json(msg=str(exc), **exc.result)
-    except ClientError as exc:
-        module.fail_json(msg=str(exc), status=exc.status)
-    module.exit_json(**result)
+    K8sModule(argument_spec(), errors=(OwnerReferencesError,)).run(
+        lambda m: run(m.client(), m.params, diff=m.diff))
 
 
 if __name__ == "__main__":

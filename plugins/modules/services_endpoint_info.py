@@ -196,18 +196,30 @@ api_requests:
   sample: {read: 5, write: 0}
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec, check_kubeconfig)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.runner import (
-    GATHER_CHOICES, run_services_endpoint_info)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import (
     KOPS_HOST_PREFIX, MKE_HOST, MODULE_NAMES, PLATFORM_CHOICES)
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.runner import (
+    GATHER_CHOICES, run_services_endpoint_info)
+
+_PASSED = ("platform", "allow_ip", "kops_cluster_name", "openshift_cluster_name", "openshift_base_domain",
+           "mke_host", "kops_host_prefix", "ports", "namespace", "configmap", "operator_deployment",
+           "operator_selector", "previous_pods", "gather", "aws_dns")
+
+
+def _endpoint(m):
+    p = m.params
+    server_url = m.server_url()
+    result = run_services_endpoint_info(
+        m.client(), server_url, host=p["endpoint_host"], port=p["endpoint_port"],
+        prefix=p["names_prefix"] or dict(MODULE_NAMES), **dict((k, p[k]) for k in _PASSED))
+    if p["fail_on_problems"] and result["problems"]:
+        m.fail("; ".join(x["message"] for x in result["problems"]), changed=False, **result)
+    return result
 
 
 def main():
-    argument_spec = auth_argument_spec()
-    argument_spec.update(
+    K8sModule(dict(
         platform=dict(type="str", default="auto", choices=list(PLATFORM_CHOICES)),
         endpoint_host=dict(type="str"),
         endpoint_port=dict(type="int"),
@@ -227,26 +239,7 @@ def main():
         names_prefix=dict(type="str", default=""),
         fail_on_problems=dict(type="bool", default=True),
         aws_dns=dict(type="bool"),
-    )
-    module = AnsibleK8SModule(argument_spec=argument_spec, supports_check_mode=True)
-    p = module.params
-    try:
-        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-        check_kubeconfig(module)
-        server_url = get_api_client(module=module).configuration.host
-        result = run_services_endpoint_info(
-            Client.from_module(module), server_url, platform=p["platform"], host=p["endpoint_host"], port=p["endpoint_port"],
-            allow_ip=p["allow_ip"], kops_cluster_name=p["kops_cluster_name"],
-            openshift_cluster_name=p["openshift_cluster_name"], openshift_base_domain=p["openshift_base_domain"],
-            mke_host=p["mke_host"], kops_host_prefix=p["kops_host_prefix"], ports=p["ports"],
-            namespace=p["namespace"], configmap=p["configmap"], operator_deployment=p["operator_deployment"],
-            operator_selector=p["operator_selector"], previous_pods=p["previous_pods"], gather=p["gather"],
-            prefix=p["names_prefix"] or dict(MODULE_NAMES), aws_dns=p["aws_dns"])
-    except ClientError as exc:
-        module.fail_json(msg="services endpoint: %s" % exc)
-    if p["fail_on_problems"] and result["problems"]:
-        module.fail_json(msg="; ".join(x["message"] for x in result["problems"]), changed=False, **result)
-    module.exit_json(changed=False, **result)
+    ), error_prefix="services endpoint: ").run(_endpoint)
 
 
 if __name__ == "__main__":

@@ -111,30 +111,17 @@ polls:
   type: int
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.tigerastatus import read
-
-try:
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-except ImportError:  # pragma: no cover
-    from ansible.module_utils.basic import AnsibleModule as AnsibleK8SModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 
 
 def main():
-    spec = auth_argument_spec()
-    spec.update(
+    K8sModule(dict(
         expected=dict(type="list", elements="str", default=[]),
         wait=dict(type="bool", default=False),
         timeout=dict(type="int", default=600),
         poll_interval=dict(type="int", default=10),
-    )
-    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
-    try:
-        result = read(Client.from_module(module), module.params["expected"])
-    except ClientError as exc:
-        module.fail_json(msg="reading TigeraStatus failed: %s" % exc)
-    module.exit_json(changed=False, **result)
+    ), error_prefix="reading TigeraStatus failed: ").run(lambda m: read(m.client(), m.params["expected"]))
 
 
 if __name__ == "__main__":

@@ -139,53 +139,39 @@ dest:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
-
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.artifact import write_artifact
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.artifact import artifact_result, read_source
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.manifest import ManifestError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import FileModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.upgrade.manifest import (
     etcd_endpoints, render_upgrade, workloads)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            src=dict(type="path"),
-            content=dict(type="str"),
-            dest=dict(type="path", required=True),
-            patches=dict(type="list", elements="dict", default=[]),
-            etcd_endpoints=dict(type="list", elements="str", default=[]),
-            etcd_key=dict(type="str", no_log=True),
-            etcd_cert=dict(type="str", no_log=True),
-            etcd_ca=dict(type="str", no_log=True),
-            etcd_live=dict(type="dict"),
-        ),
-        supports_check_mode=True,
-        required_one_of=[("src", "content")],
-        mutually_exclusive=[("src", "content")],
-    )
-    p = module.params
-    text = p["content"]
-    if text is None:
-        try:
-            with open(p["src"]) as f:
-                text = f.read()
-        except (IOError, OSError) as exc:
-            module.fail_json(msg="src: cannot read %s: %s" % (p["src"], to_native(exc)))
+def _render(m):
+    p = m.params
+    text = read_source(m.module)
     tls = {"etcd_key": p["etcd_key"], "etcd_cert": p["etcd_cert"], "etcd_ca": p["etcd_ca"]}
+    notes = []
     try:
-        notes = []
         artifact, documents, report = render_upgrade(text, p["patches"], p["etcd_endpoints"], tls,
                                                      etcd_live=p["etcd_live"], etcd_notes=notes)
     except ManifestError as exc:
-        module.fail_json(msg=to_native(exc))
-    changed, diff = write_artifact(module, p["dest"], artifact)
-    result = dict(changed=changed, documents=documents, workloads=workloads(documents), patches=report,
-                  dest=p["dest"], etcd_carried=notes, etcd_endpoints=etcd_endpoints(documents))
-    if module._diff:
-        result["diff"] = diff
-    module.exit_json(**result)
+        m.fail(str(exc))
+    return artifact_result(m.module, artifact, documents=documents, workloads=workloads(documents),
+                           patches=report, etcd_carried=notes, etcd_endpoints=etcd_endpoints(documents))
+
+
+def main():
+    FileModule(dict(
+        src=dict(type="path"),
+        content=dict(type="str"),
+        dest=dict(type="path", required=True),
+        patches=dict(type="list", elements="dict", default=[]),
+        etcd_endpoints=dict(type="list", elements="str", default=[]),
+        etcd_key=dict(type="str", no_log=True),
+        etcd_cert=dict(type="str", no_log=True),
+        etcd_ca=dict(type="str", no_log=True),
+        etcd_live=dict(type="dict"),
+    ), required_one_of=[("src", "content")], mutually_exclusive=[("src", "content")]).run(_render)
 
 
 if __name__ == "__main__":

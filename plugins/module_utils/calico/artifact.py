@@ -30,3 +30,25 @@ def write_artifact(module, dest, text):
             handle.write(text)
         module.atomic_move(tmp, dest)
     return changed, diff
+
+
+def read_source(module):
+    """The text of option ``content``, else of the file ``src`` (failing the module, naming it, when unreadable)."""
+    text = module.params["content"]
+    if text is None:
+        try:
+            with open(module.params["src"]) as f:
+                text = f.read()
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="src: cannot read %s: %s" % (module.params["src"], exc))
+    return text
+
+
+def artifact_result(module, text, **result):
+    """Write ``text`` to option ``dest`` (``write_artifact``) and return the module's result: ``result`` plus
+    ``changed``, ``dest`` and, in diff mode, ``diff``."""
+    changed, diff = write_artifact(module, module.params["dest"], text)
+    result.update(changed=changed, dest=module.params["dest"])
+    if module._diff:
+        result["diff"] = diff
+    return result

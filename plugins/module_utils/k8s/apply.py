@@ -29,6 +29,7 @@ class ApplyError(Exception):
     def __init__(self, message, rejected=None):
         super(ApplyError, self).__init__(message)
         self.rejected = rejected or []
+        self.result = {"rejected": self.rejected}
 
 
 def normalize(obj):

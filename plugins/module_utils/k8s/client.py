@@ -32,6 +32,9 @@ except ImportError:  # pragma: no cover - reported by the module through missing
         pass
     HAS_K8S = False
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import (
+    ClientError, ReadOnlyViolation)
+
 FIELD_MANAGER = "calico-ops"
 DEFAULT_PAGE_SIZE = 500
 # Metadata only (kubectl's own trick for ownerReferences and garbage collection): the server sends
@@ -39,20 +42,6 @@ DEFAULT_PAGE_SIZE = 500
 # know the form (an older aggregated API) answers with the plain JSON of the second choice.
 ACCEPT_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 ACCEPT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
-
-
-class ClientError(Exception):
-    """An API request failed; ``status`` is the HTTP status (0 when the server was not reached)."""
-
-    def __init__(self, message, status=0, reason="", body=None):
-        super(ClientError, self).__init__(message)
-        self.status = status
-        self.reason = reason
-        self.body = body
-
-
-class ReadOnlyViolation(ClientError):
-    """A mutating request was attempted by a read-only (check mode) client."""
 
 
 def auth_argument_spec():

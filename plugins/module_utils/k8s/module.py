@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one module base: what every module of this collection does around its job, written once.
+
+A module keeps its DOCUMENTATION, EXAMPLES and RETURN, its own options, and a ``main`` of a few lines::
+
+    def main():
+        K8sModule(argument_spec(), error_prefix="merge patch: ").run(
+            lambda m: run_merge_patch(m.client(), ...))
+
+``K8sModule`` adds kubernetes.core's auth options to the spec (``k8s_argument_spec``), builds the module
+(check mode supported by every module: the ``Client`` refuses writes in check mode), builds the client
+(a missing kubeconfig named, any other failure as ``cannot build a Kubernetes client``), maps errors to
+``fail_json`` (a ``ClientError`` with its HTTP status; a job's error with the result it carries) and shapes
+the result (``changed`` false unless the job says otherwise, ``warnings`` shown as Ansible warnings).
+``FileModule`` is the same for the modules that only read and write files (no cluster).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+
+try:
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+except ImportError:  # pragma: no cover - kubernetes.core is a declared dependency
+    AnsibleK8SModule = AnsibleModule
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
+    Client, ClientError, auth_argument_spec, check_kubeconfig)
+
+
+def k8s_argument_spec(options):
+    """kubernetes.core's auth options (kubeconfig, context, host, ...) plus the module's own ``options``."""
+    spec = auth_argument_spec()
+    spec.update(options)
+    return spec
+
+
+class _Base(object):
+    """Error mapping and result shaping, shared by both kinds of module."""
+
+    module_class = AnsibleModule
+
+    def __init__(self, argument_spec, error_prefix="", errors=(), **kwargs):
+        self.module = self.module_class(argument_spec=argument_spec, supports_check_mode=True, **kwargs)
+        self.params = self.module.params
+        self.error_prefix = error_prefix
+        self.errors = tuple(errors)
+
+    @property
+    def check_mode(self):
+        return self.module.check_mode
+
+    @property
+    def diff(self):
+        return self.module._diff
+
+    def fail(self, msg, **result):
+        """Fail with ``msg``; ``result`` is returned along (its ``warnings`` shown as warnings)."""
+        for warning in result.pop("warnings", None) or []:
+            self.module.warn(warning)
+        self.module.fail_json(msg=msg, **result)
+
+    def run(self, work):
+        """``work(self)`` returns the result; errors become ``fail_json``; the result is returned with
+        ``exit_json``."""
+        try:
+            result = work(self)
+        except ClientError as exc:
+            self.fail(self.error_prefix + str(exc), status=exc.status)
+        except self.errors as exc:  # a job's own error: its message, and what it did (``result``) if it says
+            self.fail(str(exc), **dict(getattr(exc, "result", None) or {}))
+        result.setdefault("changed", False)
+        for warning in result.pop("warnings", None) or []:
+            self.module.warn(warning)
+        self.module.exit_json(**result)
+
+
+class K8sModule(_Base):
+    """A module that talks to the Kubernetes API server (kubernetes.core's auth options are added)."""
+
+    module_class = AnsibleK8SModule
+
+    def __init__(self, options, error_prefix="", errors=(), **kwargs):
+        super(K8sModule, self).__init__(k8s_argument_spec(options), error_prefix, errors, **kwargs)
+
+    def client(self, **kwargs):
+        """The collection's ``Client`` (read-only in check mode)."""
+        try:
+            return Client.from_module(self.module, **kwargs)
+        except ClientError:
+            raise
+        except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
+            self.module.fail_json(msg="cannot build a Kubernetes client: %s" % exc,
+                                  exception=traceback.format_exc())
+
+    def server_url(self):
+        """The API server URL the auth options lead to (from kubernetes.core's configuration)."""
+        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+        check_kubeconfig(self.module)
+        try:
+            return get_api_client(module=self.module).configuration.host
+        except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
+            self.module.fail_json(msg="cannot build a Kubernetes client: %s" % exc,
+                                  exception=traceback.format_exc())
+
+
+class FileModule(_Base):
+    """A module that reads and writes files only (no cluster)."""
