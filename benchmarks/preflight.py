@@ -1,4 +1,4 @@
-"""Benchmark: ebpf_preflight on a cluster of N nodes, in one call (not a timed test).
+"""Benchmark: ebpf_preflight_info on a cluster of N nodes, in one call (not a timed test).
 
 Creates N kwok nodes (a mix: Ubuntu 22.04, RHEL 8.1 with kernel 4.18.0-147, arm64, s390x), runs the module
 once through ansible-playbook, and records the wall time and the API requests it caused (audit log, user
@@ -35,7 +35,7 @@ PLAY = """
   gather_facts: false
   tasks:
     - name: preflight
-      calico_ops.lifecycle.ebpf_preflight:
+      calico_ops.lifecycle.ebpf_preflight_info:
         page_size: "{{ page_size }}"
       register: preflight
 """

@@ -2,7 +2,7 @@
 
 Jobs (the objects and plays of benchmarks/preflight.py, owner_references.py and host_endpoint_migration.py, reused):
 
-* preflight: ebpf_preflight over N kwok nodes (the sizes are capped at 2,000 nodes); naive: k8s_info of the
+* preflight: ebpf_preflight_info over N kwok nodes (the sizes are capped at 2,000 nodes); naive: k8s_info of the
   nodes, the kube-proxy ConfigMap and the Services, then one set_fact per node judging it;
 * owner_references: detach + attach over N dependents (owners re-created in between); naive: k8s_info + one
   kubernetes.core.k8s merge patch per dependent and phase;

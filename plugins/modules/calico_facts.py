@@ -16,6 +16,8 @@ description:
   - Detects the install method, the datastore, the manifest flavor, the Calico version and variant, whether
     application layer policy is on, the TigeraStatus summary and a few upgrade-related facts, and says for
     each value where it came from (RV(sources)).
+  - A facts module - it sets the fact C(calico) (RV(ansible_facts.calico)), the same dict as RV(facts), so later
+    tasks can read C(calico.method) without C(register).
   - B(method) is V(helm) when a deployed Helm release of chart O(helm_chart) is stored in O(operator_namespace);
     V(operator) when Installation C(default) or the operator Deployment exists without such a release;
     V(manifest) when DaemonSet C(calico-node) (or C(canal), C(canal-node)) runs in O(manifest_namespace)
@@ -89,13 +91,8 @@ options:
     default: istiod
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
+  - calico_ops.lifecycle.attributes
+  - calico_ops.lifecycle.attributes.read_only
 requirements:
   - kubernetes >= 24.2.0
 """
@@ -115,6 +112,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+ansible_facts:
+  description: The facts this module sets.
+  returned: always
+  type: dict
+  contains:
+    calico:
+      description: The same dict as RV(facts).
+      returned: always
+      type: dict
 facts:
   description:
     - C(method), C(datastore), C(flavor), C(version), C(variant), C(alp), C(istio_version) (each overridable),
@@ -182,8 +188,14 @@ def argument_spec():
     return spec
 
 
+def _facts(m):
+    result = run(m.client(), m.params)
+    result["ansible_facts"] = {"calico": result["facts"]}
+    return result
+
+
 def main():
-    K8sModule(argument_spec(), errors=(ValueError,)).run(lambda m: run(m.client(), m.params))
+    K8sModule(argument_spec(), errors=(ValueError,)).run(_facts)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ options:
     default: calico-ops
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.attributes
 attributes:
   check_mode:
     support: full

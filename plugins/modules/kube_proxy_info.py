@@ -25,6 +25,7 @@ description:
   - Never writes.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.attributes
 options:
   state:
     description: The state wanted; the patches and C(daemonset.settled) are for it.
@@ -102,7 +103,7 @@ requirements:
   - kubernetes >= 24.2.0
 seealso:
   - module: calico_ops.lifecycle.merge_patch
-  - module: calico_ops.lifecycle.ebpf_preflight
+  - module: calico_ops.lifecycle.ebpf_preflight_info
 """
 
 EXAMPLES = r"""

@@ -28,6 +28,7 @@ author:
   - calico_ops maintainers (@calico-ops)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.attributes
 options:
   definition:
     description: The documents (a list of dicts, a dict, or multi-document YAML text).

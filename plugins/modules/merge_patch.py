@@ -24,6 +24,7 @@ description:
   - The diff shows only the paths the patch touches, before and after.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.attributes
 options:
   api_version:
     description: The object's C(apiVersion), for example V(apps/v1) or V(v1).

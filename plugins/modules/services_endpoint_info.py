@@ -26,11 +26,12 @@ description:
   - Validation - the host has no scheme, path, port or spaces and is a DNS name; an IP literal (or
     C(localhost)) only with O(allow_ip=true) (a dynamic node IP changes on restart and Calico loses the API
     server); the port is 1-65535. Problems name the variable to set (O(names_prefix) followed by the option).
-  - With O(platform=auto) the platform is the one the preflight detects (M(calico_ops.lifecycle.ebpf_preflight)'s
+  - With O(platform=auto) the platform is the one the preflight detects (M(calico_ops.lifecycle.ebpf_preflight_info)'s
     detector, from node labels, providerID and served API groups).
   - Also reports the current ConfigMap and the operator's Deployment and pods (O(gather)). Never writes.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.attributes
 options:
   platform:
     description: The platform; V(auto) uses the preflight's detection.
@@ -123,7 +124,7 @@ requirements:
   - kubernetes >= 24.2.0
 seealso:
   - module: calico_ops.lifecycle.merge_patch
-  - module: calico_ops.lifecycle.ebpf_preflight
+  - module: calico_ops.lifecycle.ebpf_preflight_info
 """
 
 EXAMPLES = r"""

@@ -237,7 +237,7 @@ def test_platform_auto_uses_the_preflight_detection(cluster, ansible, kube_proxy
   gather_facts: false
   tasks:
     - name: Preflight
-      calico_ops.lifecycle.ebpf_preflight:
+      calico_ops.lifecycle.ebpf_preflight_info:
       register: pf
     - name: Kube-proxy info
       calico_ops.lifecycle.kube_proxy_info:

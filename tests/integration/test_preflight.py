@@ -1,4 +1,4 @@
-"""eBPF preflight (module ebpf_preflight, role preflight) against the local control plane.
+"""eBPF preflight (module ebpf_preflight_info, role preflight) against the local control plane.
 
 Each case shapes kwok nodes (or objects) for itself and removes them afterwards: the control plane is shared
 by the whole run. Assertions name the exact check, node and verdict.
@@ -23,7 +23,7 @@ PLAY = """
   gather_facts: false
   tasks:
     - name: Run the preflight
-      calico_ops.lifecycle.ebpf_preflight:
+      calico_ops.lifecycle.ebpf_preflight_info:
         platform: "{{ pf_platform | default('auto') }}"
         ignore: "{{ pf_ignore | default([]) }}"
       register: preflight

@@ -113,7 +113,7 @@ MODULE_PARAMS = {
                          "kubeconfig", "host", "api_key", "ca_cert"],
     "host_endpoint_migration": ["state", "datastore", "api_version", "calicoctl_path", "label_conflicts", "wait_timeout",
                                 "poll_interval", "record_namespace", "record_path", "kubeconfig"],
-    "ebpf_preflight": ["platform", "ignore", "kubeconfig"],
+    "ebpf_preflight_info": ["platform", "ignore", "kubeconfig"],
 }
 
 

@@ -37,7 +37,7 @@ CASES = [
      r"(?i)(401|unauthori[sz]ed)"),
     ("preflight-invalid-token", "role:preflight", {"preflight_kubeconfig": "{invalid_kubeconfig}"},
      r"(?i)(401|unauthori[sz]ed)"),
-    ("ebpf-preflight-module-unknown-check", "module:ebpf_preflight", {"ignore": ["bpf_everything"]},
+    ("ebpf-preflight-module-unknown-check", "module:ebpf_preflight_info", {"ignore": ["bpf_everything"]},
      r"ignore.*must be one (or more )?of"),
     # -- services_endpoint ----------------------------------------------------------------------------------------
     ("services-endpoint-port-0", "role:services_endpoint",

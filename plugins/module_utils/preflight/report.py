@@ -35,8 +35,8 @@ def _host_entry(result, ignore):
 
 
 def merge(cluster, host_results=None, ignore=None):
-    """The whole report: the ``ebpf_preflight`` result plus ``hosts`` (from the registered results of an
-    ``ebpf_host_preflight`` loop), with the summary, verdict and ``eligible`` recomputed over both."""
+    """The whole report: the ``ebpf_preflight_info`` result plus ``hosts`` (from the registered results of an
+    ``ebpf_host_preflight_info`` loop), with the summary, verdict and ``eligible`` recomputed over both."""
     report = dict((k, copy.deepcopy(v)) for k, v in (cluster or {}).items() if k not in _RESULT_NOISE)
     ignore = ignore if ignore is not None else report.get("ignored") or []
     hosts = {}

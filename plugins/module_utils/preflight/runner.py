@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: calico_ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One job: the runner of the ``ebpf_preflight`` module (read-only).
+"""One job: the runner of the ``ebpf_preflight_info`` module (read-only).
 
 It reads, through the collection's ``Client``: the served API groups (one GET of ``/apis``), every Node in
 one paginated LIST, and one LIST per feature (Services, Pods, FelixConfigurations, the four Calico policy

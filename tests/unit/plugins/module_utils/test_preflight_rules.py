@@ -448,11 +448,11 @@ def test_role_and_module_choices_are_the_known_check_names():
     options = spec["argument_specs"]["main"]["options"]
     assert options["preflight_ignore"]["choices"] == list(r.CHECK_NAMES)
     assert options["preflight_platform"]["choices"] == list(r.PLATFORM_CHOICES)
-    for module in ("ebpf_preflight", "ebpf_host_preflight"):
+    for module in ("ebpf_preflight_info", "ebpf_host_preflight_info"):
         text = (REPO / ("plugins/modules/%s.py" % module)).read_text()
         doc = yaml.safe_load(text.split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0])
         assert doc["options"]["ignore"]["choices"] == list(r.CHECK_NAMES)
-    doc = yaml.safe_load((REPO / "plugins/modules/ebpf_preflight.py").read_text()
+    doc = yaml.safe_load((REPO / "plugins/modules/ebpf_preflight_info.py").read_text()
                          .split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0])
     assert doc["options"]["platform"]["choices"] == list(r.PLATFORM_CHOICES)
 

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
-module: ebpf_preflight
+module: ebpf_preflight_info
 short_description: Tell whether a cluster can run Calico's eBPF data plane, node by node, from the API
 version_added: 0.1.0
 author:
@@ -35,6 +35,8 @@ description:
     C(projectcalico.org/v3) is read when the Calico API server serves it, else C(crd.projectcalico.org/v1).
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.attributes
+  - calico_ops.lifecycle.attributes.read_only
 options:
   platform:
     description:
@@ -61,13 +63,6 @@ options:
       - Objects per page of each LIST.
     type: int
     default: 500
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads; it reports the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is no diff.
 requirements:
   - kubernetes >= 24.2.0
   - PyYAML >= 3.11
@@ -75,12 +70,12 @@ notes:
   - Tagged VLAN devices, bpffs, cgroup v2 and the vxlan module are not visible through the API; the
     C(calico_ops.lifecycle.preflight) role checks them on the hosts when asked (C(preflight_host_group)).
 seealso:
-  - module: calico_ops.lifecycle.ebpf_host_preflight
+  - module: calico_ops.lifecycle.ebpf_host_preflight_info
 """
 
 EXAMPLES = r"""
 - name: Check the cluster for the eBPF data plane
-  calico_ops.lifecycle.ebpf_preflight:
+  calico_ops.lifecycle.ebpf_preflight_info:
     kubeconfig: ~/.kube/config
   register: preflight
 
@@ -90,7 +85,7 @@ EXAMPLES = r"""
   when: not preflight.eligible
 
 - name: Accept IPVS (it will be switched first) and name the platform
-  calico_ops.lifecycle.ebpf_preflight:
+  calico_ops.lifecycle.ebpf_preflight_info:
     platform: eks
     ignore:
       - kube_proxy_mode

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r"""
-module: tigerastatus
+module: tigerastatus_info
 short_description: Read, or wait for, the Tigera operator's TigeraStatus components
 version_added: 0.1.0
 description:
@@ -24,31 +24,16 @@ author:
   - calico_ops maintainers (@calico-ops)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.attributes
+  - calico_ops.lifecycle.attributes.read_only
+  - calico_ops.lifecycle.wait
 options:
   expected:
     description: Component names that must exist (for example V(calico), V(apiserver)).
     type: list
     elements: str
     default: []
-  wait:
-    description: Poll until ready or O(timeout).
-    type: bool
-    default: false
-  timeout:
-    description: Seconds to wait when O(wait=true).
-    type: int
-    default: 600
-  poll_interval:
-    description: Seconds between polls when O(wait=true).
-    type: int
-    default: 10
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
   action:
     support: full
     description: The wait loop runs in an action plugin on the controller, so progress is shown per poll.
@@ -58,13 +43,13 @@ requirements:
 
 EXAMPLES = r"""
 - name: Wait for every Calico component to be Available
-  calico_ops.lifecycle.tigerastatus:
+  calico_ops.lifecycle.tigerastatus_info:
     expected: [calico]
     wait: true
-    timeout: 900
+    wait_timeout: 900
 
 - name: Read the status table once
-  calico_ops.lifecycle.tigerastatus:
+  calico_ops.lifecycle.tigerastatus_info:
   register: status
 """
 
@@ -119,7 +104,7 @@ def main():
     K8sModule(dict(
         expected=dict(type="list", elements="str", default=[]),
         wait=dict(type="bool", default=False),
-        timeout=dict(type="int", default=600),
+        wait_timeout=dict(type="int", default=600),
         poll_interval=dict(type="int", default=10),
     ), error_prefix="reading TigeraStatus failed: ").run(lambda m: read(m.client(), m.params["expected"]))
 

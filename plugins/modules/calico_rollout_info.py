@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
-module: calico_rollout
+module: calico_rollout_info
 short_description: Tell whether Calico's DaemonSet and Deployments have rolled out (read-only, one poll)
 version_added: "0.1.0"
 description:
@@ -45,20 +45,15 @@ options:
     default: kubernetes
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
+  - calico_ops.lifecycle.attributes
+  - calico_ops.lifecycle.attributes.read_only
 requirements:
   - kubernetes >= 24.2.0
 """
 
 EXAMPLES = r"""
 - name: Wait for calico-node and calico-kube-controllers to roll out
-  calico_ops.lifecycle.calico_rollout:
+  calico_ops.lifecycle.calico_rollout_info:
     namespace: kube-system
     daemonset: calico-node
     deployments: [calico-kube-controllers]

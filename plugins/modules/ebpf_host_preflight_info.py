@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
-module: ebpf_host_preflight
+module: ebpf_host_preflight_info
 short_description: Check one host for Calico's eBPF data plane (kernel, OS, bpffs, cgroup v2, vxlan, VLANs)
 version_added: 0.1.0
 author:
@@ -19,7 +19,7 @@ description:
     (C(/proc/sys/kernel/osrelease)), C(/etc/os-release), C(/proc/mounts) and C(/proc/filesystems) (bpffs
     mounted at C(/sys/fs/bpf) or mountable, cgroup v2), the C(vxlan) kernel module (loaded, built in or
     present under C(/lib/modules)), and tagged VLAN devices (C(DEVTYPE=vlan) in C(/sys/class/net/*/uevent)).
-  - Judges them with the same rules as M(calico_ops.lifecycle.ebpf_preflight) judges the nodes of the API -
+  - Judges them with the same rules as M(calico_ops.lifecycle.ebpf_preflight_info) judges the nodes of the API -
     C(architecture), C(os_kernel), C(windows), C(immutable_os) - plus the host-only checks C(bpffs),
     C(cgroup_v2), C(vxlan_module), C(vlan_devices) and C(host_facts) (whether the facts could be read).
   - Does not need the Kubernetes API; it is not part of the C(group/calico_ops.lifecycle.k8s) action group.
@@ -38,20 +38,15 @@ options:
     choices: [architecture, os_kernel, windows, immutable_os, platform, kube_proxy_mode, sctp_services,
               policy_log_action, floating_ips, application_layer_policy, web_application_firewall, l7_logs,
               host_facts, bpffs, cgroup_v2, vxlan_module, vlan_devices]
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads files; it reports the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is no diff.
+extends_documentation_fragment:
+  - calico_ops.lifecycle.attributes.read_only
 seealso:
-  - module: calico_ops.lifecycle.ebpf_preflight
+  - module: calico_ops.lifecycle.ebpf_preflight_info
 """
 
 EXAMPLES = r"""
 - name: Check the nodes themselves
-  calico_ops.lifecycle.ebpf_host_preflight:
+  calico_ops.lifecycle.ebpf_host_preflight_info:
     cgroup_v2_path: /run/calico/cgroup
   register: host_preflight
 """

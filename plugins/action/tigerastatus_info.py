@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: calico_ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin for calico_ops.lifecycle.tigerastatus: the wait loop, with one progress line per poll."""
+"""Action plugin for calico_ops.lifecycle.tigerastatus_info: the wait loop, with one progress line per poll."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -26,16 +26,16 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = dict(self._task.args)
         if not args.get("wait"):
-            result.update(self._execute_module(module_name="calico_ops.lifecycle.tigerastatus",
+            result.update(self._execute_module(module_name="calico_ops.lifecycle.tigerastatus_info",
                                                module_args=args, task_vars=task_vars))
             return result
         try:
-            timeout = int(args.get("timeout", 600))
+            timeout = int(args.get("wait_timeout", 600))
             interval = int(args.get("poll_interval", 10))
         except (TypeError, ValueError):
-            return dict(failed=True, msg="timeout and poll_interval must be integers")
+            return dict(failed=True, msg="wait_timeout and poll_interval must be integers")
         if timeout <= 0 or interval <= 0:
-            return dict(failed=True, msg="timeout and poll_interval must be positive (got %s and %s)"
+            return dict(failed=True, msg="wait_timeout and poll_interval must be positive (got %s and %s)"
                         % (timeout, interval))
         once = dict(args, wait=False)
         start = time.monotonic() if hasattr(time, "monotonic") else time.time()
@@ -43,7 +43,7 @@ class ActionModule(ActionBase):
         last = {}
         while True:
             polls += 1
-            last = self._execute_module(module_name="calico_ops.lifecycle.tigerastatus", module_args=once,
+            last = self._execute_module(module_name="calico_ops.lifecycle.tigerastatus_info", module_args=once,
                                         task_vars=task_vars)
             if last.get("failed"):
                 return last
