@@ -4,8 +4,8 @@
 """One job: tell, from the cluster alone, how Calico is installed (read-only).
 
 ``read(client, names)`` makes a handful of requests (LISTs and GETs of the objects that matter) and returns
-them as plain dicts; ``detect(observed, overrides)`` applies the detection rules to those objects (pure
-Python, unit-tested) and returns each fact with the place it came from. A value the user gives overrides
+them as plain dicts; ``facts_rules.detect(observed, overrides)`` applies the detection rules to those objects
+(pure Python, unit-tested) and returns each fact with the place it came from. A value the user gives overrides
 the detected one (the detected one is still reported, under ``detected``).
 """
 

@@ -4,7 +4,8 @@
 """One job: the runner of the ``host_endpoint_migration`` module.
 
 Replaces manually created all-interfaces host endpoints with the automatic ones calico-kube-controllers
-creates, without leaving a node unprotected (the rules are in ``rules``; where endpoints live, ``datastore``; the steps, ``labels`` and ``replace``):
+creates, without leaving a node unprotected (Calico's documentation: "Migrate to auto host endpoints"). The rules
+are in ``rules``; where endpoints live, ``datastore``; the steps, ``labels`` and ``replace``:
 
 * ``migrated``: read every HostEndpoint (``projectcalico.org/v3`` when the Calico API server serves it, else
   ``crd.projectcalico.org/v1``; with the etcd datastore through ``calicoctl get hostendpoints -o json``),

@@ -13,7 +13,7 @@
 - MKE: an install-time flag; nothing to patch.
 - IPVS: ``switch_mode_text`` / ``switch_mode_args`` rewrite kube-proxy's mode to iptables.
 
-The mode *reading* is the preflight's (``preflight_rules.kube_proxy_mode_from_config`` / ``_from_args``).
+The mode *reading* is the preflight's (``preflight.cluster_rules.kube_proxy_mode_from_config`` / ``_from_args``).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -7,7 +7,7 @@ Read: the kernel release (``/proc/sys/kernel/osrelease``), ``/etc/os-release``, 
 ``/sys/fs/bpf``, cgroup2), ``/proc/filesystems`` (bpf and cgroup2 mountable), the vxlan module
 (``/sys/module/vxlan``, else ``/lib/modules/<kernel>/modules.builtin``/``modules.dep``), and tagged VLAN
 devices (``DEVTYPE=vlan`` in ``/sys/class/net/*/uevent``). Every path is under ``root`` so tests can use a
-fake tree. Judging is ``preflight_rules.judge_host``'s job.
+fake tree. Judging is ``node_rules.judge_host``'s job.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -80,7 +80,7 @@ def _vlan_devices(root):
 
 
 def gather(root="/", machine=None):
-    """``(facts, host)``: the rule facts (as ``preflight_rules.host_facts``) and the host-only facts."""
+    """``(facts, host)``: the rule facts (as ``node_rules.host_facts``) and the host-only facts."""
     kernel = (_read(root, "/proc/sys/kernel/osrelease") or "").strip()
     release_text = _read(root, "/etc/os-release")
     if release_text is None:

@@ -246,7 +246,8 @@ def _os_label(os_info):
 
 
 def check_os_kernel(os_info, kernel_text):
-    """The specification's table: Ubuntu >= 20.04; RHEL family 8.2+ with kernel >= 4.18.0-193, 9+;
+    """The table of Calico's documentation ("Enable eBPF on an existing cluster", section "Before you begin"):
+    Ubuntu >= 20.04; RHEL family 8.2+ with kernel >= 4.18.0-193, 9+;
     any other distribution kernel >= 5.3; Ubuntu older than 20.04 fails whatever its kernel."""
     kernel = parse_kernel(kernel_text)
     os_id, version = os_info["id"], os_info["version"]

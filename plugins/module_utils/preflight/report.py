@@ -4,7 +4,7 @@
 """One job: the eBPF preflight report - merge the API result with the host results, render it.
 
 Used on the controller by the ``calico_ops.lifecycle.preflight_*`` filters (the preflight role): the
-verdicts come from ``preflight_rules``; this file only combines and formats them.
+verdicts come from ``rules``, ``node_rules`` and ``cluster_rules``; this file only combines and formats them.
 """
 
 from __future__ import absolute_import, division, print_function

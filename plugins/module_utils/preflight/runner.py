@@ -6,7 +6,7 @@
 It reads, through the collection's ``Client``: the served API groups (one GET of ``/apis``), every Node in
 one paginated LIST, and one LIST per feature (Services, Pods, FelixConfigurations, the four Calico policy
 types, operator ApplicationLayers), plus the kube-proxy ConfigMap and DaemonSet in kube-system. Then it asks
-``preflight_rules`` for the verdicts. It never writes.
+``node_rules`` and ``cluster_rules`` for the verdicts. It never writes.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -4,7 +4,8 @@
 """One job: the stable API server endpoint Calico should use, as pure functions (no Ansible, no client).
 
 ``derive_endpoint`` turns the platform, the kubeconfig's server and the user's variables into the host and
-port of ConfigMap ``kubernetes-services-endpoint`` (step A2 of the specification), and validates them:
+port of ConfigMap ``kubernetes-services-endpoint`` (Calico's documentation: "Enable eBPF on an existing cluster",
+section "Configure Calico to talk directly to the API server"), and validates them:
 the host has no scheme, path, port or spaces and is a DNS name (an IP literal only when allowed), the port
 is 1-65535. Problems are returned, never raised, each naming the variable to set (``prefix`` + field: the
 role passes ``services_endpoint_`` so messages name its variables).
