@@ -23,6 +23,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client im
 
 # -- reads --------------------------------------------------------------------------------------------------
 
+
 def _get(client, api_version, plural, name, namespace=None):
     try:
         return client.get(api_version, plural, name, namespace=namespace)

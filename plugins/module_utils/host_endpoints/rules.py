@@ -71,6 +71,7 @@ class HostEndpointMigrationError(Exception):
         super(HostEndpointMigrationError, self).__init__(message)
         self.result = result
 
+
 def _meta(obj):
     return (obj or {}).get("metadata") or {}
 

@@ -349,6 +349,7 @@ class Runner(LabelSteps, ReplaceSteps):
                     "ENABLED_CONTROLLERS?)" % rules.auto_create_of({"spec": running}))
         return None
 
+
 def run(client, params, diff=False, datastore=None, sleep=time.sleep):
     """Entry point for the module: ``params`` holds the module's options."""
     runner = Runner(client, datastore or make_datastore(client, params),

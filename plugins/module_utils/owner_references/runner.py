@@ -37,6 +37,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_referen
     CHECKPOINT_EVERY, CHECKPOINT_SECONDS, DEFAULT_OWNER_API_VERSIONS, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE,
     JOB, PATCH_RETRIES, OwnerReferencesError, entry_key, owner_brief, refs_patch)
 
+
 class Runner(AttachSteps):
     """The job: ``detached`` (here) and ``attached`` (``attach.AttachSteps``)."""
 
@@ -262,6 +263,7 @@ class Runner(AttachSteps):
         if extra:
             item.update(extra)
         self.objects.append(item)
+
 
 def run(client, params, diff=False):
     """Entry point for the module: ``params`` holds the module's options."""

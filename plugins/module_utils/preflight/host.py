@@ -87,7 +87,7 @@ def gather(root="/", machine=None):
         release_text = _read(root, "/usr/lib/os-release")
     release = node_rules.parse_os_release(release_text)
     facts = node_rules.host_facts(platform.node() if root == "/" else "", kernel,
-                             machine if machine is not None else platform.machine(), release)
+                                  machine if machine is not None else platform.machine(), release)
     mounts = _mounts(_read(root, "/proc/mounts"))
     filesystems = _filesystems(_read(root, "/proc/filesystems"))
     cgroup2 = [m for m, fs in mounts if fs == "cgroup2"]

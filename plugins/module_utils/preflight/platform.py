@@ -31,7 +31,7 @@ def choose_platform(client, platform="auto", group_versions=None, page_size=500)
     all_facts = [node_rules.node_facts(n) for n in client.list("v1", "nodes", page_size=page_size)]
     detection = cluster_rules.detect_platform(all_facts, group_versions)
     details = cluster_rules.platform_details(detection["name"], all_facts, source="detected",
-                                               detection=detection)
+                                             detection=detection)
     return {"name": detection["name"], "source": "detected",
             "title": preflight_rules.PLATFORM_TITLES.get(detection["name"], detection["name"]),
             "details": details}

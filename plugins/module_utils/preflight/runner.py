@@ -207,7 +207,7 @@ def run_preflight(client, platform="auto", ignore=(), max_objects=20, page_size=
     checks = {"platform": cluster_rules.check_platform(details)}
     kube_proxy = kube_proxy_state(reads)
     checks["kube_proxy_mode"] = cluster_rules.check_kube_proxy(kube_proxy["mode"], kube_proxy["source"],
-                                                       kube_proxy["present"])
+                                                               kube_proxy["present"])
     checks.update(feature_checks(reads, calico_api, felix, max_objects))
     rules.apply_ignore(checks, ignore)
 

@@ -150,7 +150,7 @@ def test_alp_detection_and_istio_version():
 def test_overrides_win_and_keep_the_detected_value():
     docs = release_docs("v3.27.5", "calico.yaml")
     facts, sources, detected = facts_rules.detect(observed(docs), {"version": "v3.14.2", "flavor": "calico-typha.yaml",
-                                                          "alp": False, "method": None})
+                                                                   "alp": False, "method": None})
     assert facts["version"] == "v3.14.2" and "given by the user" in sources["version"]
     assert detected["version"]["value"] == "v3.27.5"
     assert facts["flavor"] == "calico-typha.yaml" and detected["flavor"]["value"] == "calico.yaml"

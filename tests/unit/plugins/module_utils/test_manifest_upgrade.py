@@ -43,16 +43,16 @@ def test_strategic_merge_null_deletes_and_replace_directive():
     out = upgrade_patches.strategic_merge({"a": {"b": 1, "c": 2}, "d": 3}, {"a": {"$patch": "replace", "x": 1}, "d": None})
     assert out == {"a": {"x": 1}}
     mounts = upgrade_patches.strategic_merge({"volumeMounts": [{"name": "v", "mountPath": "/a"}]},
-                                {"volumeMounts": [{"name": "v", "mountPath": "/b"}]})
+                                             {"volumeMounts": [{"name": "v", "mountPath": "/b"}]})
     assert len(mounts["volumeMounts"]) == 2  # volumeMounts merge on mountPath, as in Kubernetes
 
 
 def test_json_patch_operations():
     doc = {"a": {"b": [1, 2]}, "c": "x"}
     out = upgrade_patches.json_patch(doc, [{"op": "add", "path": "/a/b/-", "value": 3}, {"op": "replace", "path": "/c", "value": "y"},
-                              {"op": "add", "path": "/a/b/0", "value": 0}, {"op": "remove", "path": "/a/b/1"},
-                              {"op": "copy", "from": "/c", "path": "/d"}, {"op": "move", "from": "/d", "path": "/e~1f"},
-                              {"op": "test", "path": "/e~1f", "value": "y"}])
+                                           {"op": "add", "path": "/a/b/0", "value": 0}, {"op": "remove", "path": "/a/b/1"},
+                                           {"op": "copy", "from": "/c", "path": "/d"}, {"op": "move", "from": "/d", "path": "/e~1f"},
+                                           {"op": "test", "path": "/e~1f", "value": "y"}])
     assert out == {"a": {"b": [0, 2, 3]}, "c": "y", "e/f": "y"}
     for ops in ([{"op": "replace", "path": "/nope", "value": 1}], [{"op": "remove", "path": "/a/b/5"}],
                 [{"op": "test", "path": "/c", "value": "z"}], [{"op": "frobnicate", "path": "/c"}],
@@ -85,11 +85,11 @@ def test_render_upgrade_fails_when_a_patch_matches_nothing():
     text = release("v3.31.4", "calico.yaml")
     with pytest.raises(upgrade_patches.PatchError) as err:
         upgrade_manifest.render_upgrade(text, [{"kind": "DaemonSet", "name": "calico-node", "namespace": "calico-system",
-                                  "patch": {"metadata": {"labels": {"a": "b"}}}}])
+                                                "patch": {"metadata": {"labels": {"a": "b"}}}}])
     assert "upgrade_manifest_patches[0]" in str(err.value) and "matches no document" in str(err.value)
     with pytest.raises(upgrade_patches.PatchError) as err:
         upgrade_manifest.render_upgrade(text, [{"kind": "ConfigMap", "name": "calico-config",
-                                  "json_patch": [{"op": "replace", "path": "/data/nope", "value": "1"}]}])
+                                                "json_patch": [{"op": "replace", "path": "/data/nope", "value": "1"}]}])
     assert "/data/nope" in str(err.value)
 
 
@@ -153,7 +153,7 @@ def live_etcd(endpoints="https://10.0.0.9:2379", paths=True, keys=("etcd-ca", "e
 def test_live_etcd_settings_are_carried_and_the_live_secret_kept_when_not_given():
     notes = []
     artifact, docs, _report = upgrade_manifest.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), [], {},
-                                                etcd_live=live_etcd(), etcd_notes=notes)
+                                                              etcd_live=live_etcd(), etcd_notes=notes)
     cm = by_kind(docs, "ConfigMap", "calico-config")["data"]
     assert cm["etcd_endpoints"] == "https://10.0.0.9:2379"
     assert (cm["etcd_key"], cm["etcd_cert"], cm["etcd_ca"]) == (
@@ -163,7 +163,7 @@ def test_live_etcd_settings_are_carried_and_the_live_secret_kept_when_not_given(
     assert any("etcd_endpoints kept from ConfigMap kube-system/calico-config" in n for n in notes)
     # the user's endpoints win; the TLS paths are still carried
     _a, docs, _r = upgrade_manifest.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), (), ["http://1.2.3.4:2379"], {},
-                                     etcd_live=live_etcd())
+                                                   etcd_live=live_etcd())
     cm = by_kind(docs, "ConfigMap", "calico-config")["data"]
     assert cm["etcd_endpoints"] == "http://1.2.3.4:2379" and cm["etcd_ca"] == "/calico-secrets/etcd-ca"
 
@@ -189,7 +189,7 @@ def test_what_cannot_be_carried_is_refused_naming_the_variable():
 def test_all_material_given_replaces_the_live_settings():
     tls = {"etcd_key": "KEY-PEM", "etcd_cert": "CERT-PEM", "etcd_ca": "CA-PEM"}
     _a, docs, _r = upgrade_manifest.render_upgrade(release("v3.31.4", "canal-etcd.yaml"), (), [], tls,
-                                     etcd_live=live_etcd(name="canal-config"))
+                                                   etcd_live=live_etcd(name="canal-config"))
     secret = by_kind(docs, "Secret", "calico-etcd-secrets")["data"]
     assert base64.b64decode(secret["etcd-ca"]) == b"CA-PEM"
     assert by_kind(docs, "ConfigMap", "canal-config")["data"]["etcd_endpoints"] == "https://10.0.0.9:2379"
@@ -200,5 +200,5 @@ def test_a_user_patch_of_the_etcd_secret_is_applied_and_guarded():
     with pytest.raises(mf.ManifestError, match="key etcd-ca would be removed"):
         upgrade_manifest.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), patch, [], {}, etcd_live=live_etcd())
     _a, docs, _r = upgrade_manifest.render_upgrade(release("v3.31.4", "calico-etcd.yaml"), patch, [], {},
-                                     etcd_live=live_etcd(paths=False, keys=()))
+                                                   etcd_live=live_etcd(paths=False, keys=()))
     assert by_kind(docs, "Secret", "calico-etcd-secrets")["metadata"]["labels"] == {"team": "net"}
