@@ -13,6 +13,8 @@ class ModuleDocFragment(object):
     # calico_ops.lifecycle.attributes: the modules of the action group (meta/runtime.yml)
     DOCUMENTATION = r"""
 options: {}
+requirements:
+  - kubernetes >= 24.2.0
 attributes:
   action_group:
     description: Use C(group/calico_ops.lifecycle.k8s) in C(module_defaults) to set the connection options

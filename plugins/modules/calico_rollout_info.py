@@ -47,8 +47,6 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
   - calico_ops.lifecycle.attributes.read_only
-requirements:
-  - kubernetes >= 24.2.0
 """
 
 EXAMPLES = r"""

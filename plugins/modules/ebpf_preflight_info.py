@@ -64,7 +64,6 @@ options:
     type: int
     default: 500
 requirements:
-  - kubernetes >= 24.2.0
   - PyYAML >= 3.11
 notes:
   - Tagged VLAN devices, bpffs, cgroup v2 and the vxlan module are not visible through the API; the

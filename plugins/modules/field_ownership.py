@@ -59,8 +59,6 @@ attributes:
   diff_mode:
     support: full
     description: The field managers of each changed object, before and after.
-requirements:
-  - kubernetes >= 24.2.0
 """
 
 EXAMPLES = r"""

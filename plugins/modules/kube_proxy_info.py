@@ -95,12 +95,10 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Read-only; runs the same in check mode.
+    description: Reads kube-proxy's DaemonSet, ConfigMaps, pods and the platform's objects; writes nothing, so check mode reports the same.
   diff_mode:
     support: none
-    description: Nothing is changed, nothing to diff.
-requirements:
-  - kubernetes >= 24.2.0
+    description: The module changes nothing; the role's merge patches carry the diff.
 seealso:
   - module: calico_ops.lifecycle.merge_patch
   - module: calico_ops.lifecycle.ebpf_preflight_info

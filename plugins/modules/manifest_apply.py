@@ -49,7 +49,7 @@ options:
     description: Wait until every applied CustomResourceDefinition is Established.
     type: bool
     default: false
-  timeout:
+  wait_timeout:
     description: Seconds to wait for CRDs (served and Established).
     type: int
     default: 120
@@ -60,8 +60,6 @@ attributes:
   diff_mode:
     support: full
     description: Before and after of every object that would change.
-requirements:
-  - kubernetes >= 24.2.0
 """
 
 EXAMPLES = r"""
@@ -128,11 +126,11 @@ def _apply(m):
         m.fail("definition: not valid YAML: %s" % exc)
     client = m.client(field_manager=p["field_manager"])
     results, changed = apply_documents(client, docs, p["field_manager"], force=p["force_conflicts"],
-                                       check_mode=m.check_mode, namespace=p["namespace"], wait=p["timeout"])
+                                       check_mode=m.check_mode, namespace=p["namespace"], wait=p["wait_timeout"])
     not_established = []
     if p["wait_established"] and not m.check_mode:
         crds = [r["name"] for r in results if r["kind"] == "CustomResourceDefinition"]
-        not_established = wait_crds_established(client, crds, p["timeout"])
+        not_established = wait_crds_established(client, crds, p["wait_timeout"])
     for r in results:
         if r.get("note"):
             m.module.warn("check mode: %s %s would be created; %s (an earlier step would install its CRD)"
@@ -149,7 +147,7 @@ def _apply(m):
         out["not_established"] = not_established
         if not_established:
             m.fail("CustomResourceDefinitions not Established after %ss: %s"
-                   % (p["timeout"], ", ".join(not_established)), **out)
+                   % (p["wait_timeout"], ", ".join(not_established)), **out)
     return out
 
 
@@ -160,7 +158,7 @@ def main():
         field_manager=dict(type="str", default="calico-ops"),
         force_conflicts=dict(type="bool", default=True),
         wait_established=dict(type="bool", default=False),
-        timeout=dict(type="int", default=120),
+        wait_timeout=dict(type="int", default=120),
     ), errors=(ApplyError,)).run(_apply)
 
 

@@ -64,8 +64,6 @@ attributes:
   diff_mode:
     support: full
     description: Before and after of the paths the patch touches (or the whole object when it is created).
-requirements:
-  - kubernetes >= 24.2.0
 """
 
 EXAMPLES = r"""

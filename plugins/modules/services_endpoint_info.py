@@ -116,12 +116,10 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Read-only; runs the same in check mode.
+    description: Reads the platform, the ConfigMap and the operator's pods; writes nothing, so check mode reports the same.
   diff_mode:
     support: none
-    description: Nothing is changed, nothing to diff.
-requirements:
-  - kubernetes >= 24.2.0
+    description: The module changes nothing; the ConfigMap's diff comes from the merge patch that writes it.
 seealso:
   - module: calico_ops.lifecycle.merge_patch
   - module: calico_ops.lifecycle.ebpf_preflight_info

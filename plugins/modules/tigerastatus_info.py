@@ -37,8 +37,6 @@ attributes:
   action:
     support: full
     description: The wait loop runs in an action plugin on the controller, so progress is shown per poll.
-requirements:
-  - kubernetes >= 24.2.0
 """
 
 EXAMPLES = r"""
