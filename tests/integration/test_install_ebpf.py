@@ -17,7 +17,6 @@ import functools
 import http.server
 import json
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ import yaml
 
 from calico_support import wipe_operator_resources
 from localcp.cluster import ControlPlane
-from localcp.fixtures import Ansible, Cluster
+from localcp.fixtures import Ansible, Cluster, kill_tree
 
 pytestmark = pytest.mark.integration
 
@@ -206,7 +205,7 @@ INTERRUPTIONS = [("configmaps", "kubernetes-services-endpoint"), ("customresourc
 
 
 def _kill_at_write(cluster, proc, mark, resource, name, timeout=300):
-    """SIGKILL the playbook's whole process group as soon as the audit log shows a write of ``resource``
+    """SIGKILL the playbook's whole process tree as soon as the audit log shows a write of ``resource``
     (named ``name``, any name if None) by the admin user; True when it was killed there, False when the run
     ended first."""
     deadline = time.monotonic() + timeout
@@ -222,13 +221,12 @@ def _kill_at_write(cluster, proc, mark, resource, name, timeout=300):
                 if (ev.get("verb") in ("create", "update", "patch") and "dryRun=" not in ev.get("requestURI", "")
                         and (ev.get("user") or {}).get("username") == "admin" and ref.get("resource") == resource
                         and name in (None, ref.get("name"))):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=60)
+                    kill_tree(proc)
                     return True
         if proc.poll() is not None:
             return False
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
+    kill_tree(proc)
     raise AssertionError("no write of %s %s within %ss" % (resource, name, timeout))
 
 
