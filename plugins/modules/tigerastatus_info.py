@@ -19,6 +19,11 @@ description:
     Degraded (and every name in O(expected) exists), printing one progress line per poll such as
     C(calico: Progressing (ResourceNotReady: ...)). On timeout it fails quoting each component's reason and
     message as the operator wrote them.
+  - >-
+    The C(calico) component reports on the Installation C(default): while its conditions' C(observedGeneration)
+    is older than the Installation's C(metadata.generation) (the Installation was just changed and the operator
+    has not reconciled it yet), it is not ready and its state is V(Pending), whatever the older conditions say.
+    Operators that report no C(observedGeneration) are judged by their conditions alone.
   - Read-only; never writes to the cluster.
 author:
   - calico_ops maintainers (@calico-ops)

@@ -142,6 +142,10 @@ def test_enable_ebpf_switches_an_iptables_install_and_the_operator_rerenders(cal
     inst = _get(cluster, "installation", "default")
     assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
     assert inst["spec"]["calicoNetwork"]["hostPorts"] == "Enabled"
+    # the role's wait ended only once the operator had reported on the switched Installation (not on the
+    # Iptables install's Available, which TigeraStatus still shows right after the patch)
+    ts = _get(cluster, "tigerastatus", "calico")
+    assert max(c.get("observedGeneration", 0) for c in ts["status"]["conditions"]) >= inst["metadata"]["generation"]
     # what the operator did with it
     assert _get(cluster, "felixconfiguration", "default")["spec"]["bpfEnabled"] is True
     env = _env(_container(_get(cluster, "daemonset", "calico-node", "-n", "calico-system"), "calico-node"))

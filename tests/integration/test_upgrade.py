@@ -16,7 +16,6 @@ import http.server
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ import yaml
 from calico_support import (OPERATOR_SOURCE, SOURCE, TARGET, CalicoNodeStandIn, Install, get,
                             helm, image_tag, node_ds_name, release_docs, release_text, wait_daemonset, wipe_calico)
 from localcp.audit import describe
+from localcp.fixtures import kill_tree
 from localcp.mirror import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -734,8 +734,7 @@ def test_a_rerun_after_an_interruption_finishes(cluster, ansible, install, tmp_p
                 image_tag(ds["spec"]["template"]["spec"]["containers"][0]["image"]) == TARGET
         cluster.wait_for(applied, timeout=120, interval=0.5, what="the upgrade to be applied")
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        kill_tree(proc)
     assert record(cluster, variables)["phase"] == "upgrading"
 
     with CalicoNodeStandIn(cluster):

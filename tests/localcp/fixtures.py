@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -206,8 +207,8 @@ class Ansible:
         return cmd, run_env
 
     def start(self, playbook, **kwargs) -> subprocess.Popen:
-        """ansible-playbook started in a process group of its own (so a test can SIGKILL the whole run
-        with ``os.killpg``); output to files in the work directory."""
+        """ansible-playbook started in a session of its own (a test stops the whole run with ``kill_tree``);
+        output to files in the work directory."""
         cmd, run_env = self.command(playbook, **kwargs)
         out = open(self.workdir / f"started-{time.time_ns()}.log", "w")
         try:
@@ -232,6 +233,49 @@ class Ansible:
                 except ValueError:
                     data = {}
         return PlaybookResult(proc.returncode, proc.stdout, proc.stderr, data)
+
+
+def _children():
+    """pid -> parent pid of every process, from /proc."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return parents
+
+
+def _descendants(pid):
+    parents = _children()
+    found, frontier = [], [pid]
+    while frontier:
+        current = frontier.pop()
+        kids = [p for p, pp in parents.items() if pp == current]
+        found += kids
+        frontier += kids
+    return found
+
+
+def kill_tree(proc: subprocess.Popen, timeout: float = 60) -> None:
+    """SIGKILL a process and every descendant, as a crash of the machine running it would. ``os.killpg`` is not
+    enough for ansible-playbook: its worker processes call setsid() (a session of their own), so killing the
+    playbook's group leaves them running - and writing - as orphans. Stopped first, then listed again, so no
+    child forked meanwhile escapes."""
+    pids = [proc.pid] + _descendants(proc.pid)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+    for pid in set(pids + _descendants(proc.pid)):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=timeout)
 
 
 _SESSION_CP = {}

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from calico_support import SOURCE, TARGET, CalicoNodeStandIn, Install, get, image_tag, wait_daemonset
-from localcp.fixtures import Ansible
+from localcp.fixtures import Ansible, kill_tree
 from kube_controllers import HOLD_LABEL, METRICS_OFF, HoldAutoHeps, KubeControllers, Releaser, calico_labels
 from test_host_endpoint_migration import HEPS, KCC, apply_crds, old_hep
 from test_host_endpoint_migration import Api as HepApi
@@ -75,8 +75,7 @@ def interrupt(cluster, ansible, playbook, extra_vars, progress, at_least, timeou
         rc = proc.wait(timeout=300)
     finally:
         if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
+            kill_tree(proc)
         if "kube-apiserver" not in cluster.cp.state.get("pids", {}):
             cluster.cp.start_apiserver()
     logs = sorted(ansible.workdir.glob("started-*.log"))

@@ -18,15 +18,38 @@ def _condition(status, ctype):
     return {}
 
 
-def summarize(obj):
-    """One component: its three conditions and a verdict (ready = Available, not Progressing/Degraded)."""
+# The TigeraStatus each operator custom resource reports under (its conditions' observedGeneration is that resource's
+# metadata.generation when the operator last reconciled it): the Installation's is "calico".
+INSTALLATION_COMPONENT = "calico"
+
+
+def observed_generation(obj):
+    """The highest observedGeneration of a TigeraStatus' conditions; None when the operator reports none."""
+    seen = [c.get("observedGeneration") for c in (obj.get("status") or {}).get("conditions") or []
+            if isinstance(c.get("observedGeneration"), int) and c.get("observedGeneration") > 0]
+    return max(seen) if seen else None
+
+
+def summarize(obj, generation=None):
+    """One component: its three conditions and a verdict (ready = Available, not Progressing/Degraded).
+
+    ``generation``: the metadata.generation of the custom resource this component reports on. Conditions the
+    operator wrote for an older generation describe the resource before the latest change (an Installation just
+    switched to BPF still shows the Iptables install Available until the operator reconciles it): such a
+    component is not ready, whatever its conditions say."""
     available = _condition(obj, "Available")
     progressing = _condition(obj, "Progressing")
     degraded = _condition(obj, "Degraded")
+    observed = observed_generation(obj)
+    stale = generation is not None and observed is not None and observed < generation
     ready = (available.get("status") == "True" and progressing.get("status") != "True"
-             and degraded.get("status") != "True")
+             and degraded.get("status") != "True" and not stale)
     if degraded.get("status") == "True":
         state, cond = "Degraded", degraded
+    elif stale:
+        state, cond = "Pending", {"reason": "NotYetObserved", "message": (
+            "the operator has not reported on generation %d of its resource yet (its conditions are of "
+            "generation %d)" % (generation, observed))}
     elif progressing.get("status") == "True":
         state, cond = "Progressing", progressing
     elif available.get("status") == "True":
@@ -62,12 +85,18 @@ def judge(components, expected=()):
 
 
 def read(client, expected=()):
-    """One LIST of TigeraStatus; None when the CRD is not installed."""
+    """One LIST of TigeraStatus (None when the CRD is not installed), and the Installation's generation: the
+    ``calico`` component counts as ready only once the operator has reported on the Installation as it is now."""
     items = client.list_or_none(API_VERSION, PLURAL)
     if items is None:
         return {"installed": False, "components": [], "ready": False, "missing": sorted(expected),
                 "lines": []}
-    components = sorted((summarize(i) for i in items), key=lambda c: c["name"])
+    generation = None
+    if any(i["metadata"]["name"] == INSTALLATION_COMPONENT for i in items):
+        installation = client.get(API_VERSION, "installations", "default", metadata_only=True)
+        generation = ((installation or {}).get("metadata") or {}).get("generation")
+    components = sorted((summarize(i, generation if i["metadata"]["name"] == INSTALLATION_COMPONENT else None)
+                         for i in items), key=lambda c: c["name"])
     ready, missing = judge(components, expected)
     return {"installed": True, "components": components, "ready": ready, "missing": missing,
             "lines": [line(c) for c in components]}

@@ -48,12 +48,24 @@ def test_failure_message_quotes_the_operator():
 
 
 class StubClient:
-    def __init__(self, items):
+    def __init__(self, items, installation=None):
         self.items = items
+        self.installation = installation
+        self.gets = []
 
     def list_or_none(self, api_version, plural):
         assert (api_version, plural) == ("operator.tigera.io/v1", "tigerastatuses")
         return self.items
+
+    def get(self, api_version, plural, name, namespace=None, metadata_only=False):
+        self.gets.append((api_version, plural, name))
+        return self.installation
+
+
+def observed(obj, generation):
+    for cond in obj["status"]["conditions"]:
+        cond["observedGeneration"] = generation
+    return obj
 
 
 def test_read_reports_not_installed():
@@ -64,3 +76,33 @@ def test_read_reports_not_installed():
 def test_read_sorts_and_judges():
     out = ts.read(StubClient([status("whisker", "True", "False", "False"), status("calico", "True", "False", "False")]))
     assert [c["name"] for c in out["components"]] == ["calico", "whisker"] and out["ready"]
+
+
+def test_conditions_of_an_older_installation_generation_are_not_ready():
+    """The Installation was just changed (generation 3): the operator's Available of generation 2 describes the
+    install before the change, so the wait must go on, and the line says why."""
+    calico = observed(status("calico", "True", "False", "False"), 2)
+    client = StubClient([calico, observed(status("apiserver", "True", "False", "False"), 1)],
+                        installation={"metadata": {"name": "default", "generation": 3}})
+    out = ts.read(client, ["calico"])
+    assert client.gets == [("operator.tigera.io/v1", "installations", "default")]
+    by_name = {c["name"]: c for c in out["components"]}
+    assert not out["ready"] and not by_name["calico"]["ready"]
+    assert by_name["apiserver"]["ready"], "the APIServer's generation is not the Installation's"
+    assert ts.line(by_name["calico"]) == ("calico: Pending (NotYetObserved: the operator has not reported on "
+                                          "generation 3 of its resource yet (its conditions are of generation 2))")
+    assert "NotYetObserved" in ts.failure_message(out, 60)
+    calico["status"]["conditions"][0]["observedGeneration"] = 3
+    assert ts.read(client, ["calico"])["ready"]
+
+
+def test_no_observed_generation_reported_means_the_conditions_decide():
+    client = StubClient([status("calico", "True", "False", "False")],
+                        installation={"metadata": {"generation": 7}})
+    assert ts.read(client, ["calico"])["ready"]
+    assert ts.observed_generation(status("calico", "True", "False", "False")) is None
+
+
+def test_no_installation_component_no_get():
+    client = StubClient([status("whisker", "True", "False", "False")])
+    assert ts.read(client)["ready"] and client.gets == []
