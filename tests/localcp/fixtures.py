@@ -79,8 +79,16 @@ class Cluster:
                              what=f"a running {component} {version or ''} process ({self.processes(component)})")
 
     def kubectl(self, *args, input=None, check=True, timeout=300) -> subprocess.CompletedProcess:
-        proc = subprocess.run([self.bin("kubectl"), "--kubeconfig", self.kubeconfig, *args], input=input,
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        deadline = time.monotonic() + timeout
+        while True:
+            proc = subprocess.run([self.bin("kubectl"), "--kubeconfig", self.kubeconfig, *args], input=input,
+                                  capture_output=True, text=True, timeout=timeout, check=False)
+            # `kubectl wait --for=condition=...` fails at once, instead of waiting, while the object has no
+            # status.conditions yet (a CRD created a moment ago): ask again until it has them
+            if not (args and args[0] == "wait" and proc.returncode != 0 and "accessor error: <nil>" in proc.stderr
+                    and time.monotonic() < deadline):
+                break
+            time.sleep(0.2)
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
         return proc
