@@ -26,7 +26,7 @@ need_cluster() {
   if [ -n "${LOCALCP_RUN_DIR:-}" ] && [ -f "$LOCALCP_RUN_DIR/state.json" ]; then
     return 0
   fi
-  echo "==> starting the local control plane (shared by integration tests and Molecule)"
+  echo "==> starting the local control plane (shared by the reliability tests)"
   local envs
   envs=$("$BIN/python" -m localcp up) || { echo "error: the local control plane did not start"; return 1; }
   eval "$envs"
