@@ -9,7 +9,7 @@ export PATH="$BIN:$PATH"
 export PYTHONPATH="$ROOT/tests"
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections"
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(lint changelog sanity unit units importer matrix_reduced integration reliability molecule)
+[ ${#steps[@]} -gt 0 ] || steps=(lint changelog sanity unit units importer matrix_reduced integration reliability+molecule)
 
 passed=0; failed=0; failed_names=()
 started_cp=""
@@ -118,8 +118,30 @@ step_molecule() {
   # scenarios install and remove the real Tigera operator and Calico's CRDs, and on one shared control plane what
   # one scenario's cleanup leaves (seen: install_ebpf after enable_ebpf and host_endpoints met TigeraStatus
   # ippools Degraded, "no matches for kind IPPool in version projectcalico.org/v3") decided the next one's result.
-  # Molecule's own state and Ansible's temporary files under .build, not in the user's ~/.ansible.
-  (cd extensions && env -u LOCALCP_RUN_DIR ANSIBLE_HOME="$ROOT/.build/ansible-home" molecule test --all)
+  # So they can also run side by side: CALICO_OPS_MOLECULE_JOBS at a time (default 2; most of a scenario's time is
+  # spent waiting on the operator and kwok), each `molecule test -s <scenario>` into a log of its own, printed
+  # whole when it ends. Molecule's own state and Ansible's temporary files under .build, not in the user's
+  # ~/.ansible.
+  local jobs=${CALICO_OPS_MOLECULE_JOBS:-2} logs=$ROOT/.build/molecule-logs scenarios=() s
+  for s in extensions/molecule/*/molecule.yml; do s=${s%/molecule.yml}; scenarios+=("${s##*/}"); done
+  [ -n "${CALICO_OPS_MOLECULE_SCENARIOS:-}" ] && read -r -a scenarios <<< "$CALICO_OPS_MOLECULE_SCENARIOS"
+  rm -rf "$logs" && mkdir -p "$logs"
+  echo "molecule: ${#scenarios[@]} scenarios, $jobs at a time (${scenarios[*]})"
+  printf '%s\n' "${scenarios[@]}" | xargs -P "$jobs" -I{} bash -c '
+    s=$1; logs=$2; t0=$(date +%s)
+    if (cd extensions && env -u LOCALCP_RUN_DIR ANSIBLE_HOME="$3/.build/ansible-home" molecule test -s "$s") \
+        > "$logs/$s.log" 2>&1; then r=ok; else r=FAILED; fi
+    echo "$r $(( $(date +%s) - t0 ))s" > "$logs/$s.result"
+    echo "-- molecule $s: $r ($(( $(date +%s) - t0 ))s)"' _ {} "$logs" "$ROOT"
+  local failed_scenarios=()
+  for s in "${scenarios[@]}"; do
+    echo; echo "---------- molecule scenario $s ($(cat "$logs/$s.result" 2>/dev/null || echo 'did not run'))"
+    cat "$logs/$s.log" 2>/dev/null
+    grep -q '^ok ' "$logs/$s.result" 2>/dev/null || failed_scenarios+=("$s")
+  done
+  echo
+  for s in "${scenarios[@]}"; do echo "molecule $s: $(cat "$logs/$s.result" 2>/dev/null || echo 'did not run')"; done
+  [ ${#failed_scenarios[@]} -eq 0 ] || { echo "failed scenarios: ${failed_scenarios[*]}"; return 1; }
 }
 
 # ---- issue 20: ansible-test units, the ansible-core matrix, galaxy-importer, ansible-builder create ----------------
@@ -184,15 +206,41 @@ step_importer() {
   [ $rc -eq 0 ]
 }
 
-for s in "${steps[@]}"; do
+# A step named a+b runs the steps a and b side by side (each into a log of its own, printed whole when both end):
+# make test runs reliability (on one shared control plane) beside Molecule (a control plane per scenario), both
+# mostly waiting on controllers rather than on this machine's CPUs.
+run_step() {
+  local s=$1 start
   echo
   echo "==================== $s ===================="
   start=$(date +%s)
   if "step_$s"; then
-    passed=$((passed + 1)); echo "---- $s: ok ($(( $(date +%s) - start ))s)"
+    echo "---- $s: ok ($(( $(date +%s) - start ))s)"
   else
-    failed=$((failed + 1)); failed_names+=("$s"); echo "---- $s: FAILED ($(( $(date +%s) - start ))s)"
+    echo "---- $s: FAILED ($(( $(date +%s) - start ))s)"; return 1
   fi
+}
+
+for group in "${steps[@]}"; do
+  IFS=+ read -r -a members <<< "$group"
+  if [ ${#members[@]} -eq 1 ]; then
+    if run_step "$group"; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_names+=("$group"); fi
+    continue
+  fi
+  echo
+  echo "==================== ${members[*]} (side by side) ===================="
+  # a control plane the members share is started once, here, before they run (need_cluster in each would race)
+  for m in "${members[@]}"; do [ "$m" = reliability ] && { need_cluster || true; }; done
+  group_logs=$ROOT/.build/step-logs; mkdir -p "$group_logs"; pids=()
+  for m in "${members[@]}"; do
+    run_step "$m" > "$group_logs/$m.log" 2>&1 & pids+=($!)
+    echo "started $m (log: $group_logs/$m.log)"
+  done
+  for i in "${!members[@]}"; do
+    if wait "${pids[$i]}"; then rc=0; else rc=1; fi
+    cat "$group_logs/${members[$i]}.log"
+    if [ $rc -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_names+=("${members[$i]}"); fi
+  done
 done
 echo
 [ $failed -eq 0 ] || echo "failed checks: ${failed_names[*]}"
