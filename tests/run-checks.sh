@@ -86,7 +86,8 @@ step_unit() {
 }
 
 step_integration() {
-  # Test files are spread over pytest-xdist workers (whole files together: module fixtures); each worker starts
+  # Tests are spread over pytest-xdist workers in groups, longest first (tests/integration/conftest.py: a file with
+  # module fixtures is one group, test_upgrade's and test_ebpf_paths' tests one group each); each worker starts
   # a control plane of its own (the session fixture `cluster`, LOCALCP_RUN_DIR unset), so tests that touch
   # cluster-wide singletons (Installation default, kube-proxy, CRDs) never meet. CALICO_OPS_TEST_WORKERS
   # overrides the count (default: one more than the CPUs, 3 to 4).
@@ -99,7 +100,7 @@ step_integration() {
     [ "$workers" -gt 4 ] && workers=4
   fi
   echo "pytest-xdist: $workers workers, a control plane each"
-  env -u LOCALCP_RUN_DIR pytest tests/integration -q -m integration -n "$workers" --dist loadfile
+  env -u LOCALCP_RUN_DIR pytest tests/integration -q -m integration -n "$workers" --dist loadgroup
 }
 
 step_reliability() {

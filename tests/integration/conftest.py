@@ -1,0 +1,73 @@
+"""How `make test` spreads the integration tests over pytest-xdist workers (``--dist loadgroup``).
+
+Each worker has a control plane of its own. A file whose tests share a module-scoped fixture (a second,
+kubeadm-shaped control plane in test_install_ebpf, Calico's CRDs, AWX templates) stays on one worker as one group;
+the tests of the files listed in ``PER_TEST`` (function-scoped fixtures only, each test installs and removes what it
+needs) are groups of their own, so the longest file is no longer one worker's tail. Groups are handed out
+longest first: ``WEIGHTS`` holds rough seconds per test or file, measured with ``--durations`` (2026-11-25, 3 workers
+on 2 CPUs); they decide only the order, never a result. A test not listed counts ``DEFAULT_WEIGHT``.
+
+Without xdist (a plain ``pytest tests/integration``) the markers do nothing and the order is pytest's own.
+"""
+
+import pytest
+
+PER_TEST = {"test_upgrade.py", "test_ebpf_paths.py"}
+
+DEFAULT_WEIGHT = 30
+
+# whole files (one group each)
+FILE_WEIGHTS = {
+    "test_install_ebpf.py": 1900,
+    "test_awx_jobs.py": 600,
+    "test_kube_proxy.py": 450,
+    "test_owner_references.py": 450,
+    "test_rbac.py": 350,
+    "test_host_endpoint_migration.py": 350,
+    "test_services_endpoint.py": 300,
+    "test_calico_facts.py": 200,
+    "test_preflight.py": 200,
+    "test_packaging.py": 100,
+    "test_control_plane.py": 60,
+    "test_localcp_failures.py": 60,
+}
+
+# tests of the PER_TEST files (name without parameters)
+TEST_WEIGHTS = {
+    "test_install_ebpf_operator_path_bootstrap_and_kube_proxy_by_the_operator": 610,
+    "test_operator_upgrade": 420,
+    "test_enable_ebpf_switches_an_iptables_install_and_the_operator_rerenders": 380,
+    "test_helm_upgrade": 410,
+    "test_a_rerun_after_an_interruption_finishes": 340,
+    "test_a_changed_endpoint_reaches_calico_node_through_the_operator_restart": 330,
+    "test_alp_allow_all_upgrade_and_calicoctl_config": 290,
+    "test_post_check_waits_for_cluster_information": 200,
+    "test_install_fails_quoting_the_operators_degraded_status": 200,
+    "test_rollout_timeout_quotes_the_daemonset_status": 220,
+    "test_real_calicoctl_reads_the_etcd_datastore_after_the_upgrade": 150,
+    "test_the_mix_the_operator_refuses_is_refused_before_any_write": 120,
+    "test_manifest_upgrade": 110,
+}
+
+
+def _group_and_weight(item):
+    file = item.path.name
+    if file in PER_TEST:
+        name = item.originalname or item.name
+        return item.nodeid, TEST_WEIGHTS.get(name, DEFAULT_WEIGHT)
+    return "file:" + file, FILE_WEIGHTS.get(file, DEFAULT_WEIGHT * 5)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    here = [i for i in items if "integration" in i.path.parts]
+    if not here:
+        return
+    groups = {}
+    for item in here:
+        group, weight = _group_and_weight(item)
+        item.add_marker(pytest.mark.xdist_group(name=group))
+        groups.setdefault(group, (weight, []))[1].append(item)  # a file group: its file's weight
+    ordered = sorted(groups.values(), key=lambda g: -g[0])  # stable: equal weights keep pytest's order
+    others = [i for i in items if "integration" not in i.path.parts]
+    items[:] = [i for _w, members in ordered for i in members] + others
