@@ -55,8 +55,8 @@ options:
     default: 120
   secret_data:
     description:
-      - Values of Secret documents' C(data), by Secret name (C({<name>: {<key>: <plain text>}})), base64-encoded
-        into the document of that name before the apply. This is how the documents another module of this
+      - Values of Secret documents' C(data), by Secret name (a dict of Secret name to a dict of key to plain
+        text), base64-encoded into the document of that name before the apply. This is how the documents another module of this
         collection returns (redacted, for example by M(calico_ops.lifecycle.upgrade_manifest)) get their
         values back without the values being in any result.
       - A Secret document whose C(data) still holds the redaction marker of a result is refused, naming it and
