@@ -27,6 +27,7 @@ import base64
 import copy
 import json
 import os
+import re
 
 from ansible.module_utils.six import binary_type, string_types, text_type
 
@@ -109,6 +110,33 @@ def redact_secret_parts(obj):
         if isinstance(annotations, dict) and LAST_APPLIED in annotations:
             annotations[LAST_APPLIED] = MARKER
     return out
+
+
+# the API server quotes the object it refused in a 422: `Invalid value: "{\"apiVersion\":...}"` (Go's %q)
+_QUOTED = re.compile(r'(Invalid value: )"((?:[^"\\]|\\.)*)"')
+
+
+def redact_api_message(message, secret=False):
+    """An API server's error message with the objects it quotes redacted (``redact_object``); ``secret``: the
+    request was about a Secret, so a quoted value that is not an object is replaced whole. A dict or list (an API
+    Status) has each of its strings redacted so."""
+    if isinstance(message, dict):
+        return dict((k, redact_api_message(v, secret)) for k, v in message.items())
+    if isinstance(message, list):
+        return [redact_api_message(v, secret) for v in message]
+    if not isinstance(message, string_types) or "Invalid value" not in message:
+        return message
+
+    def one(match):
+        try:
+            obj = json.loads(json.loads('"%s"' % match.group(2)))
+        except ValueError:
+            obj = None
+        if isinstance(obj, (dict, list)):
+            shown = redact_object(redact_secret_parts(obj) if secret and isinstance(obj, dict) else obj)
+            return match.group(1) + json.dumps(json.dumps(shown, sort_keys=True))
+        return match.group(1) + ('"%s"' % MARKER if secret else match.group(0)[len(match.group(1)):])
+    return _QUOTED.sub(one, message)
 
 
 def _text(value):

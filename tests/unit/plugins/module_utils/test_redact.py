@@ -155,3 +155,40 @@ def test_the_leak_guard_fails_when_the_redactor_does_nothing(monkeypatch, capsys
         return {"changed": False, "object": secret(), "shown": b64(key)}
     out = _run_module(monkeypatch, capsys, work, {"key": key, "name": "n"})
     assert out["shown"] == b64(key) and out["object"]["data"]["k"] == b64("hunter2-hunter2")
+
+
+def test_an_api_message_quoting_a_refused_secret_is_redacted():
+    """A 422 of a merge patch on a Secret quotes the whole object, its data included (seen on kube-apiserver 1.33)."""
+    obj = {"apiVersion": "v1", "data": {"token": "not base64 planted-value-0123456789", "other": b64("kept-secret")},
+           "kind": "Secret", "metadata": {"name": "patched"}, "type": "Opaque"}
+    message = ('"" is invalid: patch: Invalid value: %s: illegal base64 data at input byte 3'
+               % json.dumps(json.dumps(obj, separators=(",", ":"))))
+    out = redact.redact_api_message(message)
+    assert "planted-value" not in out and b64("kept-secret") not in out
+    assert out.endswith(": illegal base64 data at input byte 3") and MARKER in out and "patched" in out
+    # a patch without its kind, on a Secret's path
+    part = 'Invalid value: %s: x' % json.dumps(json.dumps({"data": {"k": "planted-value-0123456789"}}))
+    assert "planted-value" not in redact.redact_api_message(part, secret=True)
+    assert "planted-value" in redact.redact_api_message(part, secret=False)  # not a Secret: nothing to redact
+    # a quoted scalar: whole on a Secret's path, kept elsewhere
+    scalar = 'metadata.name: Invalid value: "Pull_Secret": a lowercase RFC 1123 subdomain'
+    assert redact.redact_api_message(scalar) == scalar
+    assert redact.redact_api_message(scalar, secret=True) == \
+        'metadata.name: Invalid value: "%s": a lowercase RFC 1123 subdomain' % MARKER
+    assert redact.redact_api_message(None) is None
+
+
+def test_the_client_redacts_the_objects_an_api_error_quotes():
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client
+    obj = {"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "s"}, "data": {"k": b64("planted-value-x")}}
+    body = json.dumps({"kind": "Status", "message": "Secret \"s\" is invalid: patch: Invalid value: %s: bad"
+                       % json.dumps(json.dumps(obj))})
+    err = Client._error("PATCH", "/api/v1/namespaces/n/secrets/s", 422, "Unprocessable Entity", body.encode())
+    assert b64("planted-value-x") not in str(err) and b64("planted-value-x") not in err.body
+    assert err.status == 422 and "/secrets/s: 422 Unprocessable Entity: Secret" in str(err)
+
+
+def test_the_causes_of_an_api_status_are_redacted_too():
+    quoted = json.dumps(json.dumps({"kind": "Secret", "metadata": {}, "data": {"k": "planted-value-y"}}))
+    status = {"message": "Invalid value: %s" % quoted, "details": {"causes": [{"message": "Invalid value: %s" % quoted}]}}
+    assert "planted-value-y" not in json.dumps(redact.redact_api_message(status))
