@@ -53,6 +53,16 @@ options:
     description: Seconds to wait for CRDs (served and Established).
     type: int
     default: 120
+  secret_data:
+    description:
+      - Values of Secret documents' C(data), by Secret name (a dict of Secret name to a dict of key to plain
+        text), base64-encoded into the document of that name before the apply. This is how the documents another module of this
+        collection returns (redacted, for example by M(calico_ops.lifecycle.upgrade_manifest)) get their
+        values back without the values being in any result.
+      - A Secret document whose C(data) still holds the redaction marker of a result is refused, naming it and
+        the key, before any request.
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full
@@ -60,6 +70,9 @@ attributes:
   diff_mode:
     support: full
     description: Before and after of every object that would change.
+notes:
+  - The values of a Secret's C(data) and C(stringData) are never returned nor shown in the diff (the keys are);
+    neither are the C(spec.token) and C(spec.certificate) of a C(LicenseKey).
 """
 
 EXAMPLES = r"""
@@ -97,6 +110,8 @@ not_established:
   elements: str
 """
 
+import base64
+
 from ansible.module_utils.six import string_types
 
 try:
@@ -108,6 +123,7 @@ except ImportError:  # pragma: no cover - AnsibleK8SModule checks for PyYAML fir
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.apply import (
     ApplyError, apply_documents, wait_crds_established)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import MARKER, is_secret
 
 
 def _documents(definition):
@@ -118,12 +134,39 @@ def _documents(definition):
     return [d for d in definition or [] if d]
 
 
+def fill_secret_data(docs, secret_data):
+    """Put the values of ``secret_data`` (Secret name -> key -> plain text) base64-encoded into the Secret documents
+    of those names; return the problems (a Secret whose data still holds ``MARKER``), naming document and key."""
+    problems = []
+    for doc in docs:
+        if not isinstance(doc, dict) or not is_secret(doc):
+            continue
+        name = (doc.get("metadata") or {}).get("name")
+        values = (secret_data or {}).get(name) or {}
+        if values:
+            data = dict(doc.get("data") or {})
+            for key, value in values.items():
+                if value is not None:
+                    text = value if isinstance(value, bytes) else str(value).encode("utf-8")
+                    data[key] = base64.b64encode(text).decode("ascii")
+            doc["data"] = data
+        for field in ("data", "stringData"):
+            for key, value in (doc.get(field) or {}).items():
+                if value == MARKER:
+                    problems.append("Secret %s: %s.%s holds the redaction marker %s, not a value: give the value "
+                                    "in secret_data (%s: {%s: ...})" % (name, field, key, MARKER, name, key))
+    return problems
+
+
 def _apply(m):
     p = m.params
     try:
         docs = _documents(p["definition"])
     except yaml.YAMLError as exc:
         m.fail("definition: not valid YAML: %s" % exc)
+    problems = fill_secret_data(docs, p["secret_data"])
+    if problems:
+        m.fail("; ".join(problems) + " (nothing was sent)")
     client = m.client(field_manager=p["field_manager"])
     results, changed = apply_documents(client, docs, p["field_manager"], force=p["force_conflicts"],
                                        check_mode=m.check_mode, namespace=p["namespace"], wait=p["wait_timeout"])
@@ -159,6 +202,7 @@ def main():
         force_conflicts=dict(type="bool", default=True),
         wait_established=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=120),
+        secret_data=dict(type="dict", default={}, no_log=True),
     ), errors=(ApplyError,)).run(_apply)
 
 

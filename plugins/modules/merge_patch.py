@@ -22,6 +22,7 @@ description:
     the patch merged in (O(missing=create)).
   - In check mode the same decision is made and nothing is sent to the API server (not even a dry-run).
   - The diff shows only the paths the patch touches, before and after.
+  - The values of a Secret's C(data) and C(stringData) are never returned nor shown in the diff (the keys are).
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
@@ -139,13 +140,23 @@ api_requests:
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.merge_patch import (
     MISSING_CHOICES, run_merge_patch)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_secret_parts
 
 
 def _patch(m):
     p = m.params
-    return run_merge_patch(m.client(), p["api_version"], p["resource"], p["name"], p["patch"],
-                           namespace=p["namespace"], missing=p["missing"], create=p["create"], lock=p["lock"],
-                           want_diff=m.diff)
+    result = run_merge_patch(m.client(), p["api_version"], p["resource"], p["name"], p["patch"],
+                             namespace=p["namespace"], missing=p["missing"], create=p["create"], lock=p["lock"],
+                             want_diff=m.diff)
+    if p["resource"] == "secrets":
+        # the patch and the views of the paths it touches carry no kind: redacted as parts of a Secret
+        for key in ("object", "before", "after", "patch"):
+            if result.get(key) is not None:
+                result[key] = redact_secret_parts(result[key])
+        for key in ("before", "after"):
+            if (result.get("diff") or {}).get(key) is not None:
+                result["diff"][key] = redact_secret_parts(result["diff"][key])
+    return result
 
 
 def main():

@@ -22,7 +22,8 @@ description:
     of RFC 6902 operations. A patch that selects no document, or a JSON patch path that does not exist, fails
     the module before anything is applied.
   - Writes the result to O(dest) as the artifact to review (only the edited documents are re-serialised; the
-    Secret's data is redacted there) and returns the documents to apply and the workloads to wait for. Works
+    Secret's data is redacted there) and returns the documents to apply (the Secret's data redacted there too)
+    and the workloads to wait for. Works
     on the host that runs it (the controller); it does not talk to the cluster.
 author:
   - calico_ops maintainers (@calico-ops)
@@ -106,7 +107,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 documents:
-  description: The documents to apply (with the real Secret data).
+  description:
+    - The documents to apply. The values of the etcd Secret's data are redacted (its keys are kept); give them to
+      M(calico_ops.lifecycle.manifest_apply) in its O(calico_ops.lifecycle.manifest_apply#module:secret_data), as
+      the upgrade role does.
   returned: always
   type: list
   elements: dict

@@ -1,5 +1,5 @@
 """Secrets: with a pull secret (a file), a license (a file) and an etcd client key given, none of their values appears
-in the playbook output at -vvv or in any file the run wrote (artifacts, reports, records, the home directory and the
+in the playbook output at -vvvv with --diff or in any file the run wrote (artifacts, reports, records, the home directory and the
 working directory are searched, every file), in plain text or base64. The values reach the cluster (so the test
 cannot pass by not using them).
 
@@ -30,9 +30,9 @@ LICENSE_CRD = _crd("projectcalico.org", "v3", "licensekeys", "LicenseKey", "Clus
 
 
 def forms(value):
-    """The ways a secret value could leak: itself, base64 of it, and each long line of it (not PEM's armor lines,
-    which every certificate shares)."""
-    out = {value, base64.b64encode(value.encode()).decode()}
+    """The ways a secret value could leak: itself, base64 of it, JSON-escaped (a PEM's newlines as ``\\n``, in JSON
+    output), and each long line of it (not PEM's armor lines, which every certificate shares)."""
+    out = {value, base64.b64encode(value.encode()).decode(), json.dumps(value)[1:-1]}
     out.update(line for line in value.splitlines() if len(line) >= 16 and not line.startswith("-----"))
     return out
 
@@ -73,6 +73,9 @@ def test_the_leak_search_can_fail(tmp_path):
     assert sorted(found) == sorted([("stdout", "password"), (str(tmp_path / "a.txt"), "password"),
                                     (str(tmp_path / "b.txt"), "key")])
     assert leaks([("stdout", "-----BEGIN PRIVATE KEY-----")], [], {"key": pem}) == []
+    # JSON-escaped: a multi-line value whose lines are all short or armor is found only in that form
+    short = "-----BEGIN KEY-----\nshort-line-1\nshort-line-2\n-----END KEY-----"
+    assert leaks([("json", json.dumps({"k": short}))], [], {"key": short}) == [("json", "key")]
 
 
 def test_pull_secret_and_license_never_shown_nor_written(pristine_cluster, tmp_path, enterprise_site):  # noqa: F811
@@ -105,7 +108,7 @@ def test_pull_secret_and_license_never_shown_nor_written(pristine_cluster, tmp_p
         ebpf_install_license_file=str(inputs / "license.yaml"), ebpf_install_wait=False,
         ebpf_install_apiserver=False, ebpf_install_goldmane=False, ebpf_install_whisker=False,
         ebpf_install_disable_kube_proxy=False),
-        callback="default", extra_args=["-vvv"], env={"HOME": str(home)})
+        callback="default", extra_args=["-vvvv", "--diff"], env={"HOME": str(home)})
     assert res.rc == 0, res.stdout[-4000:] + res.stderr[-2000:]
     # the values were used
     secret = json.loads(cluster.kubectl("get", "secret", "tigera-pull-secret", "-n", "tigera-operator", "-o",
@@ -131,7 +134,7 @@ def test_etcd_key_never_shown_nor_written(cluster, install, service_account, tmp
     variables = upgrade_vars(cluster, tmp_path, install, upgrade_etcd_endpoints=["https://127.0.0.1:22379"],
                              upgrade_etcd_key=key, upgrade_etcd_cert=cert, upgrade_etcd_ca=ca)
     env, _user = service_account("upgrade")
-    res = token_run("playbooks/upgrade.yml", env, tmp_path, args=["-vvv"], **variables)
+    res = token_run("playbooks/upgrade.yml", env, tmp_path, args=["-vvvv", "--diff"], **variables)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     stored = get(cluster, "v1", "Secret", "calico-etcd-secrets", "kube-system")["data"]
     assert base64.b64decode(stored["etcd-key"]).decode() == key  # used

@@ -2,7 +2,7 @@
 # Copyright: calico_ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A text file kept on the host that runs the module for review (an edited manifest): written only when its
-content changes, atomically, never in check mode; the diff of the file for diff mode."""
+content changes, atomically, mode 0600, never in check mode; the diff of the file for diff mode."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -24,11 +24,13 @@ def write_artifact(module, dest, text):
     if changed and not module.check_mode:
         directory = os.path.dirname(os.path.abspath(dest))
         if not os.path.isdir(directory):
-            os.makedirs(directory)
+            os.makedirs(directory, 0o700)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(dest))
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o600)
         module.atomic_move(tmp, dest)
+        os.chmod(dest, 0o600)  # for its user only, whatever the umask (atomic_move applies it to a new file)
     return changed, diff
 
 

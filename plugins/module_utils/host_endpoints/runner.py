@@ -113,7 +113,8 @@ class Runner(LabelSteps, ReplaceSteps):
             directory = os.path.dirname(self.progress_path)
             if directory and not os.path.isdir(directory):
                 os.makedirs(directory, 0o700)
-            with open(self.progress_path, "a") as handle:
+            # for its user only, like every file the collection writes
+            with os.fdopen(os.open(self.progress_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a") as handle:
                 handle.write("%s %s\n" % (utc_now(), message))
         except (IOError, OSError) as exc:
             if not any("progress" in w for w in self.warnings):

@@ -18,6 +18,7 @@ import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import _group_version_resources
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_object
 
 _VOLATILE_METADATA = ("resourceVersion", "managedFields", "generation", "creationTimestamp", "uid")
 
@@ -189,7 +190,7 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
     docs = [copy.deepcopy(d) for d in docs if d]
     for doc in docs:
         if not doc.get("apiVersion") or not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
-            raise ApplyError("a document has no apiVersion, kind or metadata.name: %r" % (doc,)[:300])
+            raise ApplyError("a document has no apiVersion, kind or metadata.name: %r" % (redact_object(doc),)[:300])
     query = {"fieldManager": field_manager, "force": "true" if force else None}
     served = []
     for doc in docs:

@@ -34,6 +34,7 @@ except ImportError:  # pragma: no cover - reported by the module through missing
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import (
     ClientError, ReadOnlyViolation)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_api_message
 
 FIELD_MANAGER = "calico-ops"
 DEFAULT_PAGE_SIZE = 500
@@ -130,12 +131,17 @@ class Client(object):
         detail = body
         if isinstance(body, bytes):
             body = body.decode("utf-8", "replace")
+        # a 422 quotes the object it refused (a Secret with its data): redacted, in the message and the body
+        secret = "/secrets" in (path or "").split("?")[0]
         try:
-            detail = json.loads(body).get("message", body)
+            status_obj = json.loads(body)
+            detail = status_obj.get("message", body)
+            body = json.dumps(redact_api_message(status_obj, secret=secret))  # message and details.causes
         except (TypeError, ValueError, AttributeError):
             detail = body
+        detail = redact_api_message(detail, secret=secret)
         return ClientError("%s %s: %s %s: %s" % (method, path, status, reason, detail),
-                           status=status, reason=reason, body=body)
+                           status=status, reason=reason, body=redact_api_message(body, secret=secret))
 
     # -- reads -------------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ __metaclass__ = type
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six import string_types
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
@@ -32,6 +33,26 @@ except ImportError:  # pragma: no cover - kubernetes.core is a declared dependen
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec, check_kubeconfig)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import Redactor
+
+
+def _redact_exits(module, redactor):
+    """Every way out of the module - its result, its failure, its warnings - goes through ``redactor`` (Secret
+    data, sensitive keys, and the secret values given to the module in any form; see ``k8s/redact.py``), whoever
+    calls them: the base, a job, kubernetes.core."""
+    exit_json, fail_json, warn = module.exit_json, module.fail_json, module.warn
+
+    def redacted_exit(**result):
+        exit_json(**redactor.value(result))
+
+    def redacted_fail(msg=None, **result):
+        result = redactor.value(result)
+        fail_json(msg=redactor.text(msg if msg is None or isinstance(msg, string_types) else str(msg)), **result)
+
+    def redacted_warn(warning):
+        warn(redactor.text(warning))
+
+    module.exit_json, module.fail_json, module.warn = redacted_exit, redacted_fail, redacted_warn
 
 
 def k8s_argument_spec(options):
@@ -46,11 +67,13 @@ class _Base(object):
 
     module_class = AnsibleModule
 
-    def __init__(self, argument_spec, error_prefix="", errors=(), **kwargs):
+    def __init__(self, argument_spec, error_prefix="", errors=(), sensitive_keys=(), **kwargs):
         self.module = self.module_class(argument_spec=argument_spec, supports_check_mode=True, **kwargs)
         self.params = self.module.params
         self.error_prefix = error_prefix
         self.errors = tuple(errors)
+        self.redactor = Redactor.for_module(self.module, argument_spec, sensitive_keys)
+        _redact_exits(self.module, self.redactor)
 
     @property
     def check_mode(self):

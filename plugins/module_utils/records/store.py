@@ -40,6 +40,7 @@ import re
 import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import DATA_KEY, RECORD_LABEL, atomic_write
 
 FORMAT = 1
@@ -68,7 +69,7 @@ def label_value(name):
 
 
 def _dumps(value):
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return json.dumps(redact_object(value), sort_keys=True, separators=(",", ":"))
 
 
 def more_advanced(a, b):
@@ -357,7 +358,7 @@ class RecordStore(object):
                "entries": self.entries}
         if self.cluster_id:
             doc["cluster"] = self.cluster_id
-        text = json.dumps(doc, sort_keys=True, indent=1)
+        text = json.dumps(redact_object(doc), sort_keys=True, indent=1)  # a record never holds a Secret's values
         if text == self._file_text:
             return
         atomic_write(self.path, text)

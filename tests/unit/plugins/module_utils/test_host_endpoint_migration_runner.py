@@ -362,6 +362,7 @@ def test_a_node_whose_automatic_endpoint_never_appears_keeps_its_old_endpoint(tm
     assert sorted(entries) == ["n1-hep", "n2-hep", "n3-hep"]  # all recorded before the first delete
     assert [n for n in sorted(entries) if entries[n].get("deleted")] == ["n1-hep", "n3-hep"]
     text = progress.read_text()
+    assert oct(progress.stat().st_mode & 0o777) == "0o600"  # for its user only
     assert "node n1: automatic host endpoint n1-auto-hep present" in text
     assert "node n2: no automatic host endpoint after 10s: old host endpoint(s) n2-hep kept" in text
 

@@ -1,0 +1,194 @@
+"""k8s/redact.py: Secret data, sensitive kinds and keys, and known secret values in any text, in every form; and the
+module base, whose every way out (result, failure, warning) goes through it."""
+
+import base64
+import json
+
+import pytest
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import redact
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import (
+    MARKER, Redactor, forms, is_secret, module_secrets, redact_object, redact_secret_parts, redact_text)
+
+PEM = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\nqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ\n" \
+      "-----END PRIVATE KEY-----\n"
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def secret(**extra):
+    out = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+           "metadata": {"name": "s", "namespace": "ns", "annotations": {
+               redact.LAST_APPLIED: json.dumps({"data": {"k": b64("hunter2-hunter2")}}), "keep": "me"}},
+           "data": {"k": b64("hunter2-hunter2"), "empty": ""}, "stringData": {"p": "plain-password-1"}}
+    out.update(extra)
+    return out
+
+
+def test_a_secret_keeps_its_keys_and_loses_its_values():
+    obj = secret()
+    out = redact_object(obj)
+    assert out["data"] == {"k": MARKER, "empty": MARKER}
+    assert out["stringData"] == {"p": MARKER}
+    assert out["metadata"]["annotations"] == {redact.LAST_APPLIED: MARKER, "keep": "me"}
+    assert out["metadata"]["name"] == "s" and out["type"] == "Opaque"
+    assert obj["data"]["k"] == b64("hunter2-hunter2")  # a copy: the input is untouched
+
+
+def test_secrets_are_found_anywhere_in_a_result_and_without_their_kind():
+    item = secret()
+    del item["kind"], item["apiVersion"]  # a LIST's items carry no kind
+    result = {"results": [{"before": secret(), "after": {}}], "diff": [{"before": {}, "after": secret()}],
+              "items": [item], "object": {"kind": "SecretList", "items": [item]}}
+    text = json.dumps(redact_object(result))
+    assert "hunter2" not in text and b64("hunter2-hunter2") not in text and "plain-password-1" not in text
+    assert text.count(MARKER) >= 10
+
+
+def test_what_is_not_a_secret_is_left_alone():
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}
+    assert redact_object(cm) == cm
+    no_type = {"metadata": {"name": "c"}, "data": {"k": "v"}}  # a ConfigMap item of a LIST: no type
+    assert redact_object(no_type) == no_type
+    other = {"kind": "Installation", "type": "x", "metadata": {}, "data": {"k": "v"}}
+    assert redact_object(other) == other
+    assert not is_secret(cm) and is_secret(secret()) and not is_secret("Secret")
+
+
+def test_a_licence_keeps_its_shape_and_loses_token_and_certificate():
+    lic = {"apiVersion": "projectcalico.org/v3", "kind": "LicenseKey", "metadata": {"name": "default"},
+           "spec": {"token": "tok", "certificate": PEM, "other": 1}}
+    assert redact_object(lic)["spec"] == {"token": MARKER, "certificate": MARKER, "other": 1}
+
+
+def test_keys_the_caller_marks_sensitive_anywhere_and_in_any_case():
+    obj = {"a": {"Password": "p", "b": [{"apiKey": "k", "c": "v"}]}, "password": None}
+    out = redact_object(obj, keys=("password", "APIKEY"))
+    assert out == {"a": {"Password": MARKER, "b": [{"apiKey": MARKER, "c": "v"}]}, "password": None}
+
+
+def test_secret_parts_without_a_kind():
+    patch = {"data": {"k": b64("x")}, "metadata": {"labels": {"a": "b"}}}
+    assert redact_secret_parts(patch) == {"data": {"k": MARKER}, "metadata": {"labels": {"a": "b"}}}
+    assert redact_secret_parts(None) is None
+
+
+@pytest.mark.parametrize("shown", [
+    PEM, PEM.strip(), b64(PEM), b64(PEM.strip()), json.dumps(PEM)[1:-1], "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw",
+    json.dumps({"key": PEM}), "token-value-1234"])
+def test_text_loses_every_form_of_a_known_value(shown):
+    text = "error: %s (while talking to the API)" % shown
+    out = redact_text(text, [PEM, "token-value-1234"])
+    assert MARKER in out
+    assert not any(f in out for f in forms(PEM) | forms("token-value-1234"))
+    assert out.startswith("error: ") and out.endswith("(while talking to the API)")
+
+
+def test_text_without_values_and_short_armor_lines():
+    assert redact_text("-----BEGIN PRIVATE KEY----- is not a secret", [PEM]) == \
+        "-----BEGIN PRIVATE KEY----- is not a secret"
+    assert redact_text("abc", []) == "abc"
+    assert redact_text(None, [PEM]) is None
+    assert forms("   ") == set()
+
+
+def test_module_secrets_are_its_no_log_options_at_any_depth_and_the_bearer_token():
+    spec = {"key": {"type": "str", "no_log": True}, "name": {"type": "str"},
+            "data": {"type": "dict", "no_log": True},
+            "nested": {"type": "list", "elements": "dict", "options": {"pw": {"type": "str", "no_log": True}}}}
+    params = {"key": "k-value", "name": "n", "data": {"s": {"k": "deep"}}, "nested": [{"pw": "p1"}, {"pw": None}]}
+    got = module_secrets(spec, params, env={"K8S_AUTH_API_KEY": "bearer-token", "OTHER": "x"})
+    assert sorted(got) == ["bearer-token", "deep", "k-value", "p1"]
+
+
+def test_the_redactor_redacts_objects_and_every_string():
+    r = Redactor(["etcd-key-value-123"], keys=("password",))
+    result = {"msg": "failed with etcd-key-value-123", "documents": [secret()], "password": "p",
+              "list": ["x %s" % b64("etcd-key-value-123")], "etcd-key-value-123": 1}
+    out = json.dumps(r.value(result))
+    assert "etcd-key-value-123" not in out and b64("etcd-key-value-123") not in out
+    assert "hunter2" not in out and '"password": "%s"' % MARKER in out
+
+
+def _run_module(monkeypatch, capsys, work, args):
+    """Run a FileModule (the module base) with ``args``; return its JSON output."""
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import FileModule
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            FileModule(dict(key=dict(type="str", no_log=True), name=dict(type="str"))).run(work)
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_module_base_redacts_results_failures_and_warnings(monkeypatch, capsys):
+    from ansible.module_utils.basic import AnsibleModule
+    key = "module-given-key-" + "x" * 20
+    warned = []
+    monkeypatch.setattr(AnsibleModule, "warn", lambda self, warning: warned.append(warning))
+
+    def work(m):
+        m.module.warn("the key %s is shown" % b64(key))
+        return {"changed": False, "object": secret(), "shown": b64(key), "escaped": json.dumps(key + "\n")}
+    out = _run_module(monkeypatch, capsys, work, {"key": key, "name": "n"})
+    text = json.dumps(out)
+    assert b64(key) not in text and key not in text and "hunter2" not in text, text
+    assert out["object"]["data"] == {"k": MARKER, "empty": MARKER}
+    assert warned == ["the key %s is shown" % MARKER]
+
+    def fails(m):
+        m.fail("cannot use %s" % b64(key), object=secret())
+    out = _run_module(monkeypatch, capsys, fails, {"key": key, "name": "n"})
+    assert out["failed"] and b64(key) not in json.dumps(out) and out["msg"] == "cannot use %s" % MARKER
+    assert out["object"]["data"]["k"] == MARKER
+
+
+def test_the_leak_guard_fails_when_the_redactor_does_nothing(monkeypatch, capsys):
+    """The guard of the test above: with the redaction taken out, the same module run shows the values (so the
+    assertions above can fail)."""
+    key = "module-given-key-" + "y" * 20
+    monkeypatch.setattr(Redactor, "value", lambda self, value: value)
+    monkeypatch.setattr(Redactor, "text", lambda self, text: text)
+
+    def work(m):
+        return {"changed": False, "object": secret(), "shown": b64(key)}
+    out = _run_module(monkeypatch, capsys, work, {"key": key, "name": "n"})
+    assert out["shown"] == b64(key) and out["object"]["data"]["k"] == b64("hunter2-hunter2")
+
+
+def test_an_api_message_quoting_a_refused_secret_is_redacted():
+    """A 422 of a merge patch on a Secret quotes the whole object, its data included (seen on kube-apiserver 1.33)."""
+    obj = {"apiVersion": "v1", "data": {"token": "not base64 planted-value-0123456789", "other": b64("kept-secret")},
+           "kind": "Secret", "metadata": {"name": "patched"}, "type": "Opaque"}
+    message = ('"" is invalid: patch: Invalid value: %s: illegal base64 data at input byte 3'
+               % json.dumps(json.dumps(obj, separators=(",", ":"))))
+    out = redact.redact_api_message(message)
+    assert "planted-value" not in out and b64("kept-secret") not in out
+    assert out.endswith(": illegal base64 data at input byte 3") and MARKER in out and "patched" in out
+    # a patch without its kind, on a Secret's path
+    part = 'Invalid value: %s: x' % json.dumps(json.dumps({"data": {"k": "planted-value-0123456789"}}))
+    assert "planted-value" not in redact.redact_api_message(part, secret=True)
+    assert "planted-value" in redact.redact_api_message(part, secret=False)  # not a Secret: nothing to redact
+    # a quoted scalar: whole on a Secret's path, kept elsewhere
+    scalar = 'metadata.name: Invalid value: "Pull_Secret": a lowercase RFC 1123 subdomain'
+    assert redact.redact_api_message(scalar) == scalar
+    assert redact.redact_api_message(scalar, secret=True) == \
+        'metadata.name: Invalid value: "%s": a lowercase RFC 1123 subdomain' % MARKER
+    assert redact.redact_api_message(None) is None
+
+
+def test_the_client_redacts_the_objects_an_api_error_quotes():
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client
+    obj = {"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "s"}, "data": {"k": b64("planted-value-x")}}
+    body = json.dumps({"kind": "Status", "message": "Secret \"s\" is invalid: patch: Invalid value: %s: bad"
+                       % json.dumps(json.dumps(obj))})
+    err = Client._error("PATCH", "/api/v1/namespaces/n/secrets/s", 422, "Unprocessable Entity", body.encode())
+    assert b64("planted-value-x") not in str(err) and b64("planted-value-x") not in err.body
+    assert err.status == 422 and "/secrets/s: 422 Unprocessable Entity: Secret" in str(err)
+
+
+def test_the_causes_of_an_api_status_are_redacted_too():
+    quoted = json.dumps(json.dumps({"kind": "Secret", "metadata": {}, "data": {"k": "planted-value-y"}}))
+    status = {"message": "Invalid value: %s" % quoted, "details": {"causes": [{"message": "Invalid value: %s" % quoted}]}}
+    assert "planted-value-y" not in json.dumps(redact.redact_api_message(status))
