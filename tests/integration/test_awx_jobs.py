@@ -272,7 +272,7 @@ def test_every_job_template_is_run_by_a_test_here(templates):
     """A new job template in configure.yml needs a test of its own in this file."""
     covered = {"playbooks/preflight.yml", "playbooks/services_endpoint.yml", "playbooks/kube_proxy.yml",
                "playbooks/install_ebpf.yml", "playbooks/enable_ebpf.yml", "playbooks/owner_references.yml",
-               "playbooks/migrate_host_endpoints.yml", "playbooks/upgrade.yml"}
+               "playbooks/migrate_host_endpoints.yml", "playbooks/upgrade.yml", "playbooks/disable_ebpf.yml"}
     assert set(templates) == covered
 
 
@@ -383,6 +383,21 @@ def test_install_then_enable_jobs(cluster, kube_proxy_daemonset, awx_job):
     assert [w["objectRef"]["name"] for w in writes_by_the_service_account(cluster, job)
             if w["objectRef"].get("resource") == "installations"] == ["default"]
     assert job.artifacts["calico_ebpf_install"]["variant"] == "Calico"
+
+    # and back: the disable template brings kube-proxy back (its pods ready) before it switches to Iptables
+    job = awx_job("playbooks/disable_ebpf.yml",
+                  {"ebpf_rollback_platform": "kubeadm", "ebpf_rollback_wait": "false", "ebpf_rollback_timeout": 120},
+                  inventory_vars={"kube_proxy_timeout": 120, "kube_proxy_poll_interval": 2})
+    job.assert_successful()
+    inst = json.loads(cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
+    assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables"
+    ds = json.loads(cluster.kubectl("get", "daemonset", "kube-proxy", "-n", "kube-system", "-o", "json").stdout)
+    assert "non-calico" not in (ds["spec"]["template"]["spec"].get("nodeSelector") or {})
+    assert [(w["objectRef"]["resource"], w["objectRef"]["name"]) for w in writes_by_the_service_account(cluster, job)
+            if w["verb"] == "patch" and "dryRun=" not in w.get("requestURI", "")] == [
+        ("daemonsets", "kube-proxy"), ("installations", "default")]
+    summary = job.artifacts["calico_ebpf_rollback"]
+    assert summary["rolled_back"] is True and summary["platform"] == "kubeadm", summary
 
 
 def test_owner_references_job(cluster, awx_job):

@@ -1,0 +1,225 @@
+"""disable_ebpf.yml (role ebpf_rollback) against the real Tigera operator: an eBPF install taken back to Iptables.
+
+An install on each of v3.31's two eBPF paths is made with install_ebpf.yml, then rolled back. The order is read from
+the API server's audit log (the playbooks' identity, ``admin``): the kube-proxy DaemonSet's change, then reads of
+it until its pods are ready, then the Installation's switch to Iptables; and every kube-proxy pod was Ready before
+the switch was received. What the operator did afterwards is read from what it wrote: FelixConfiguration
+bpfEnabled false, calico-node re-rendered for Iptables (its ebpf-bootstrap init container in best-effort mode),
+TigeraStatus calico Available for the switched generation.
+
+Uses test_install_ebpf.py's fixtures (a kubeadm-shaped control plane of this file's own: pytest-xdist runs it on a
+worker of its own).
+"""
+
+import calendar
+import time
+
+import pytest
+
+from test_install_ebpf import (_container, _env, _get, _maybe, _operator_writes, _ts_states, _vars,  # noqa: F401
+                               calico_clean, op_ansible, operator_cluster)
+
+pytestmark = pytest.mark.integration
+
+OPERATOR_KEY = "operator.tigera.io/disable-kube-proxy"
+
+
+def _rollback_vars(**extra):
+    out = {"ebpf_rollback_platform": "kubeadm", "ebpf_rollback_timeout": 240, "ebpf_rollback_poll_interval": 2,
+           "kube_proxy_timeout": 120, "kube_proxy_poll_interval": 1}
+    out.update(extra)
+    return out
+
+
+def _install(cluster, op_ansible, tmp_path, **extra):
+    res = op_ansible.playbook("playbooks/install_ebpf.yml", _vars(
+        cluster, tmp_path, ebpf_install_apiserver=False, ebpf_install_goldmane=False, ebpf_install_whisker=False,
+        **extra))
+    assert res.rc == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    assert _get(cluster, "installation", "default")["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+    assert _get(cluster, "felixconfiguration", "default")["spec"]["bpfEnabled"] is True
+
+
+def _ts(value):
+    """An audit or object timestamp (RFC 3339, UTC) as seconds since the epoch."""
+    base, _, frac = value.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0.0)
+
+
+def _steps(cluster, mark):
+    """The admin's requests since ``mark`` (server-side dry runs left out), in order."""
+    return [e for e in cluster.audit.events_since(mark) if "dryRun=" not in (e.get("requestURI") or "")]
+
+
+def _index(events, verb, resource, name, start=0):
+    for i, e in enumerate(events[start:], start):
+        ref = e.get("objectRef") or {}
+        if e["verb"] == verb and ref.get("resource") == resource and ref.get("name") == name \
+                and not ref.get("subresource"):
+            return i
+    raise AssertionError("no %s of %s/%s after request %d: %s" % (verb, resource, name, start, [
+        (e["verb"], (e.get("objectRef") or {}).get("resource"), (e.get("objectRef") or {}).get("name"))
+        for e in events]))
+
+
+def _bootstrap_command(cluster):
+    node = _get(cluster, "daemonset", "calico-node", "-n", "calico-system")
+    return _container(node, "ebpf-bootstrap", init=True)["command"]
+
+
+def _assert_kube_proxy_ready_before(cluster, switch_time):
+    """Every kube-proxy pod, one per node, was Ready before the switch was received."""
+    ds = _get(cluster, "daemonset", "kube-proxy", "-n", "kube-system")
+    nodes = _get(cluster, "nodes")["items"]
+    assert ds["status"]["desiredNumberScheduled"] == ds["status"]["numberReady"] == len(nodes) > 0, ds["status"]
+    pods = _get(cluster, "pods", "-n", "kube-system", "-l", "k8s-app=kube-proxy")["items"]
+    assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(n["metadata"]["name"] for n in nodes)
+    for pod in pods:
+        ready = next(c for c in pod["status"]["conditions"] if c["type"] == "Ready")
+        assert ready["status"] == "True", pod["status"]
+        # lastTransitionTime has whole seconds: Ready at most within the second the switch was received
+        assert _ts(ready["lastTransitionTime"]) <= switch_time, (pod["metadata"]["name"], ready, switch_time)
+
+
+def test_rollback_on_the_configmap_path_kube_proxy_first_then_iptables(calico_clean, op_ansible, tmp_path):
+    cluster = calico_clean
+    # nothing to roll back without an Installation; bad input; both before any write
+    mark = cluster.audit.mark()
+    res = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(), callback="default")
+    assert res.rc != 0 and "No Installation 'default'" in res.stdout, res.stdout[-3000:]
+    res = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(ebpf_rollback_services_endpoint="delete"),
+                              callback="default")
+    assert res.rc != 0 and "ebpf_rollback_services_endpoint" in res.stdout and "keep, remove" in res.stdout, \
+        res.stdout[-3000:]
+    assert "Traceback" not in res.stdout + res.stderr
+    assert cluster.audit.writes_since(mark) == []
+
+    _install(cluster, op_ansible, tmp_path)
+    ds = _get(cluster, "daemonset", "kube-proxy", "-n", "kube-system")
+    assert ds["spec"]["template"]["spec"]["nodeSelector"]["non-calico"] == "true"
+    assert "-best-effort" not in _bootstrap_command(cluster)
+
+    # bpfEnabled set by someone else: the operator would refuse to turn it off, so the rollback refuses first
+    cluster.kubectl("annotate", "felixconfiguration", "default", "operator.tigera.io/bpfEnabled=false", "--overwrite")
+    mark = cluster.audit.mark()
+    res = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(), callback="default")
+    assert res.rc != 0 and "someone other than the operator set" in res.stdout, res.stdout[-3000:]
+    assert cluster.audit.writes_since(mark) == []
+    cluster.kubectl("annotate", "felixconfiguration", "default", "operator.tigera.io/bpfEnabled=true", "--overwrite")
+
+    # check mode: the plan (the Installation's diff), nothing written
+    mark = cluster.audit.mark()
+    preview = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(), check=True, diff=True,
+                                  callback="default")
+    assert preview.rc == 0, preview.stdout[-4000:]
+    assert cluster.audit.writes_since(mark) == []
+    diff_lines = [line.replace(" ", "").rstrip(",") for line in preview.stdout.splitlines()]
+    assert '-"linuxDataplane":"BPF"' in diff_lines and '+"linuxDataplane":"Iptables"' in diff_lines, \
+        preview.stdout[-4000:]
+
+    mark = cluster.audit.mark()
+    res = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(), callback="default")
+    assert res.rc == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    assert "tigerastatus [" in res.stdout and "calico: Available" in res.stdout
+
+    # the order, from the audit log: kube-proxy's DaemonSet patched, read until ready, then the switch
+    events = _steps(cluster, mark)
+    writes = [e for e in events if e["verb"] in ("create", "update", "patch", "delete")]
+    assert [(w["objectRef"]["resource"], w["objectRef"]["name"]) for w in writes] == [
+        ("daemonsets", "kube-proxy"), ("installations", "default")], writes
+    ds_patch = _index(events, "patch", "daemonsets", "kube-proxy")
+    read = _index(events, "get", "daemonsets", "kube-proxy", ds_patch + 1)
+    switch = _index(events, "patch", "installations", "default", read + 1)
+    assert any(e["verb"] == "list" and e["objectRef"].get("resource") == "pods"
+               and e["objectRef"].get("namespace") == "kube-system" for e in events[ds_patch:switch])
+    _assert_kube_proxy_ready_before(cluster, _ts(events[switch]["requestReceivedTimestamp"]))
+
+    # what the operator did with it
+    inst = _get(cluster, "installation", "default")
+    assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables"
+    assert _get(cluster, "felixconfiguration", "default")["spec"].get("bpfEnabled") in (False, None)
+    ts = _get(cluster, "tigerastatus", "calico")
+    assert max(c.get("observedGeneration", 0) for c in ts["status"]["conditions"]) >= inst["metadata"]["generation"]
+    assert _ts_states(cluster)["calico"] == {"Available": "True", "Progressing": "False", "Degraded": "False"}
+    assert "-best-effort" in _bootstrap_command(cluster), "calico-node not re-rendered for Iptables"
+    assert any(w["objectRef"].get("resource") == "felixconfigurations" for w in _operator_writes(cluster, mark))
+    assert "non-calico" not in (_get(cluster, "daemonset", "kube-proxy", "-n", "kube-system")["spec"]["template"][
+        "spec"].get("nodeSelector") or {})
+    # the endpoint ConfigMap is kept by default
+    cm = _get(cluster, "configmap", "kubernetes-services-endpoint", "-n", "tigera-operator")
+    assert cm["data"]["KUBERNETES_SERVICE_HOST"] == "api.cluster.example"
+    assert "FelixConfiguration default: bpfEnabled false" in res.stdout
+
+    # a re-run: nothing to roll back, nothing written; check mode too
+    mark = cluster.audit.mark()
+    again = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(), callback="default")
+    assert again.rc == 0 and "nothing to roll back" in again.stdout, again.stdout[-3000:]
+    again = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars())
+    assert again.rc == 0 and again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
+    check = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(), check=True)
+    assert check.rc == 0
+    assert cluster.audit.writes_since(mark) == []
+
+    # remove the ConfigMap on request: the operator is restarted and renders calico-node without that endpoint
+    before = cluster.wait_for_process("tigera-operator", "v1.40.7", timeout=10)
+    mark = cluster.audit.mark()
+    res = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(ebpf_rollback_services_endpoint="remove"),
+                              callback="default")
+    assert res.rc == 0, res.stdout[-5000:]
+    said = [line for line in res.stdout.splitlines() if "kubernetes-services-endpoint is removed" in line]
+    assert said and "api.cluster.example" in said[0], res.stdout[-4000:]  # what was removed, said first
+    assert _maybe(cluster, "configmap", "kubernetes-services-endpoint", "-n", "tigera-operator") is None
+    assert {(w["verb"], w["objectRef"]["resource"]) for w in cluster.audit.writes_since(mark)} == {
+        ("delete", "configmaps"), ("delete", "pods")}
+    cluster.wait_for(lambda: any(p["pid"] and p["pod_uid"] != before["pod_uid"]
+                                 for p in cluster.processes("tigera-operator")), timeout=60, what="a new operator")
+
+    def rerendered():
+        env = _env(_container(_get(cluster, "daemonset", "calico-node", "-n", "calico-system"), "calico-node"))
+        return env.get("KUBERNETES_SERVICE_HOST") != "api.cluster.example"
+    cluster.wait_for(rerendered, timeout=120, interval=2, what="calico-node rendered without the ConfigMap's endpoint")
+    mark = cluster.audit.mark()
+    again = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(ebpf_rollback_services_endpoint="remove"))
+    assert again.rc == 0 and again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
+    assert cluster.audit.writes_since(mark) == []
+
+
+def test_rollback_on_the_operator_path_takes_kube_proxy_back_from_the_operator(calico_clean, op_ansible, tmp_path):
+    """kubeProxyManagement Enabled: the operator keeps its nodeSelector on kube-proxy while bpfEnabled is true and
+    would remove it only after the switch. The rollback sets kubeProxyManagement Disabled first (the operator deletes
+    TigeraStatus kubeproxy-monitor and stops touching kube-proxy), removes the operator's key itself, waits for
+    kube-proxy's pods, then switches with bpfNetworkBootstrap Disabled (the operator refuses it with Iptables)."""
+    cluster = calico_clean
+    _install(cluster, op_ansible, tmp_path, ebpf_install_bootstrap="operator",
+             ebpf_install_tigerastatus_expected=["calico", "kubeproxy-monitor"])
+    ds = _get(cluster, "daemonset", "kube-proxy", "-n", "kube-system")
+    assert ds["spec"]["template"]["spec"]["nodeSelector"].get(OPERATOR_KEY) == "true"
+
+    mark = cluster.audit.mark()
+    res = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(), callback="default")
+    assert res.rc == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    events = _steps(cluster, mark)
+    first = _index(events, "patch", "installations", "default")
+    ds_patch = _index(events, "patch", "daemonsets", "kube-proxy", first + 1)
+    switch = _index(events, "patch", "installations", "default", ds_patch + 1)
+    assert _index(events, "get", "daemonsets", "kube-proxy", ds_patch + 1) < switch
+    _assert_kube_proxy_ready_before(cluster, _ts(events[switch]["requestReceivedTimestamp"]))
+    # the operator did not put its key back after we removed it
+    late = [w for w in _operator_writes(cluster, mark, "daemonsets") if w["objectRef"].get("name") == "kube-proxy"]
+    assert late == [], late
+
+    net = _get(cluster, "installation", "default")["spec"]["calicoNetwork"]
+    assert (net["linuxDataplane"], net["bpfNetworkBootstrap"], net["kubeProxyManagement"]) == (
+        "Iptables", "Disabled", "Disabled"), net
+    assert OPERATOR_KEY not in (_get(cluster, "daemonset", "kube-proxy", "-n", "kube-system")["spec"]["template"][
+        "spec"].get("nodeSelector") or {})
+    assert "kubeproxy-monitor" not in _ts_states(cluster)
+    assert _ts_states(cluster)["calico"]["Available"] == "True"
+    assert _get(cluster, "felixconfiguration", "default")["spec"].get("bpfEnabled") in (False, None)
+    boot = _container(_get(cluster, "daemonset", "calico-node", "-n", "calico-system"), "ebpf-bootstrap", init=True)
+    assert "-best-effort" in boot["command"] and "KUBERNETES_APISERVER_ENDPOINTS" not in _env(boot), boot
+
+    mark = cluster.audit.mark()
+    again = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars())
+    assert again.rc == 0 and again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
+    assert cluster.audit.writes_since(mark) == []
