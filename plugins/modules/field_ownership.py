@@ -105,7 +105,8 @@ def main():
         objects=dict(type="list", elements="dict", required=True),
         from_managers=dict(type="list", elements="str", required=True),
         to_manager=dict(type="str", default=FIELD_MANAGER),
-    )).run(lambda m: run(m.client(), m.params["objects"], m.params["from_managers"], m.params["to_manager"],
+    ), subject=lambda p: ", ".join("%s %s" % (o.get("kind"), "/".join(x for x in (o.get("namespace"), o.get("name")) if x))
+                                  for o in p["objects"][:3])).run(lambda m: run(m.client(), m.params["objects"], m.params["from_managers"], m.params["to_manager"],
                          diff=m.diff))
 
 

@@ -151,6 +151,19 @@ def _apply(m):
     return out
 
 
+def _subject(params):
+    """The documents a failure before any request names: ``Kind namespace/name`` of the first few."""
+    try:
+        docs = _documents(params["definition"])
+    except Exception:  # pylint: disable=broad-except - the YAML error is reported by _apply
+        docs = []
+    names = ["%s %s" % (d.get("kind"), "/".join(x for x in ((d.get("metadata") or {}).get("namespace")
+                                                             or params["namespace"],
+                                                             (d.get("metadata") or {}).get("name")) if x))
+             for d in docs[:3] if isinstance(d, dict)]
+    return ", ".join(names) + (" and %d more" % (len(docs) - 3) if len(docs) > 3 else "")
+
+
 def main():
     K8sModule(dict(
         definition=dict(type="raw", required=True),
@@ -159,7 +172,7 @@ def main():
         force_conflicts=dict(type="bool", default=True),
         wait_established=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=120),
-    ), errors=(ApplyError,)).run(_apply)
+    ), errors=(ApplyError,), subject=_subject).run(_apply)
 
 
 if __name__ == "__main__":

@@ -41,10 +41,21 @@ ADVICE = {
     503: "the API server (or the aggregated API behind it) is unavailable: check it, then re-run",
     504: "the API server timed out: check its load, then re-run",
 }
+REASONS = {0: "not reached", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+           405: "Method Not Allowed", 409: "Conflict", 410: "Gone", 415: "Unsupported Media Type",
+           422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error",
+           503: "Service Unavailable", 504: "Gateway Timeout"}
 MAX_MESSAGE = 600  # characters of the API's message kept (one line)
 
 # A local file path (``/home/me/.kube/config``, ``~/.kube/config``, ``C:\\...``) in a message.
 _PATH = re.compile(r"(?<![\w/.:-])(?:~|\.{1,2})?/(?:[\w.@+-]+/)*[\w.@+-]*[\w@+-]|[A-Za-z]:\\[^\s'\",;]+")
+
+
+def describe_object(api_version, plural, namespace=None, name=None):
+    """``configmaps kube-system/x``, ``daemonsets.apps kube-system/kube-proxy``, ``nodes`` (see describe_path)."""
+    base = "/api/%s" % api_version if "/" not in (api_version or "") else "/apis/%s" % api_version
+    parts = [base] + (["namespaces", namespace] if namespace else []) + [plural] + ([name] if name else [])
+    return describe_path("/".join(parts))
 
 
 def one_line(text, limit=MAX_MESSAGE):
@@ -58,6 +69,15 @@ def one_line(text, limit=MAX_MESSAGE):
 def scrub_paths(text):
     """``text`` with every local file path replaced by ``<path>`` (a kubeconfig's location, a certificate's)."""
     return _PATH.sub("<path>", "%s" % (text,))
+
+
+def status_counts(statuses):
+    """``403 Forbidden x53, 503 Service Unavailable x1``: how many failures of each status."""
+    counts = {}
+    for status in statuses:
+        counts[status or 0] = counts.get(status or 0, 0) + 1
+    return ", ".join("%s %s x%d" % (s, REASONS.get(s, ""), n) if s else "%s x%d" % (REASONS[0], n)
+                     for s, n in sorted(counts.items()))
 
 
 def advice(status):
@@ -190,16 +210,18 @@ def _is_connection_error(exc):
             or isinstance(exc, (ConnectionError, TimeoutError)))
 
 
-def failure_message(exc, what="", prefix=""):
+def failure_message(exc, what="", prefix="", building=False):
     """One line for any exception a module meets (see the module docstring); ``what``: the object or step it
-    was about, when the exception does not say (``the Kubernetes client``)."""
+    was about, when the exception does not say. ``building``: raised while the client was built from the
+    kubeconfig / K8S_AUTH_* options, so anything but a connection or API error is the configuration's."""
     if isinstance(exc, ClientError):
         return one_line(prefix + str(exc), 0)
     if _is_api_exception(exc):
         return prefix + str(api_error("request", getattr(exc, "path", "") or "", exc.status, exc.reason,
                                       getattr(exc, "body", None), what=what or "the API request"))
-    if _is_config_error(exc):
-        return one_line("%s%scannot load the Kubernetes configuration: %s; check the kubeconfig (and context) or "
+    if _is_config_error(exc) or (building and not _is_connection_error(exc)
+                                 and not isinstance(exc, EnvironmentError)):
+        return one_line("%s%scannot load the Kubernetes configuration (%s); check the kubeconfig (and context) or "
                         "the K8S_AUTH_* options" % (prefix, what + ": " if what else "",
                                                     scrub_paths(one_line(exc, 300)) or type(exc).__name__), 0)
     if _is_connection_error(exc):

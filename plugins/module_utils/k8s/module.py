@@ -109,8 +109,11 @@ class K8sModule(_Base):
 
     module_class = AnsibleK8SModule
 
-    def __init__(self, options, error_prefix="", errors=(), **kwargs):
+    def __init__(self, options, error_prefix="", errors=(), subject=None, **kwargs):
+        """``subject(params)``: what the module works on (``configmaps kube-system/x``), named by a failure that
+        happens before any request can name its object (the API server not reached, a kubeconfig not loaded)."""
         super(K8sModule, self).__init__(k8s_argument_spec(options), error_prefix, errors, **kwargs)
+        self.subject = subject
 
     def client(self, **kwargs):
         """The collection's ``Client`` (read-only in check mode)."""
@@ -131,8 +134,15 @@ class K8sModule(_Base):
         except ClientError:
             raise
         except Exception as exc:  # kubeconfig / auth errors from kubernetes.core, urllib3 connection errors
-            failure = failure_message(exc, what="cannot build a Kubernetes client")
+            failure = failure_message(exc, what=self.what(), building=True)
         self.fail(self.error_prefix + failure)
+
+    def what(self):
+        """The module's ``subject`` for these parameters (or ``the Kubernetes client``)."""
+        try:
+            return (self.subject(self.params) if self.subject else "") or "the Kubernetes client"
+        except Exception:  # pylint: disable=broad-except - a description must never fail the failure
+            return "the Kubernetes client"
 
 
 class FileModule(_Base):
