@@ -148,8 +148,12 @@ def api_error(method, path, status, reason, body=None, what=None):
     status = int(status or 0)
     reason = one_line(reason or "", 80)
     detail = api_message(body)
+    todo = advice(status)
+    if status == 409 and ("conflict with" in detail or "Apply failed" in detail):
+        todo = ("another field manager owns these fields: leave them to it, hand them over (field_ownership), or "
+                "force the apply (force_conflicts)")
     text = "%s: %s %s%s (%s %s); %s" % (what, status, reason, ": " + detail if detail else "",
-                                        method, path.split("?")[0], advice(status))
+                                        method, path.split("?")[0], todo)
     return ClientError(one_line(text, 0), status=status, reason=reason, api_message=detail, what=what)
 
 

@@ -126,7 +126,7 @@ def run_merge_patch(client, api_version, plural, name, patch, namespace=None, mi
             result["api_requests"] = dict(client.requests)
             return result
         if missing != "create" or not create:
-            raise ClientError("%s: 404 Not Found: it does not exist (GET %s); %s" % (
+            raise ClientError("%s: 404 Not Found (GET %s); %s" % (
                 what, api_path(api_version, plural, namespace, name), advice(404)), status=404,
                 reason="Not Found", what=what)
         body = copy.deepcopy(create)
