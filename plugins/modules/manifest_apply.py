@@ -155,12 +155,13 @@ def _subject(params):
     """The documents a failure before any request names: ``Kind namespace/name`` of the first few."""
     try:
         docs = _documents(params["definition"])
-    except Exception:  # pylint: disable=broad-except - the YAML error is reported by _apply
+    except Exception:  # the YAML error is reported by _apply
         docs = []
-    names = ["%s %s" % (d.get("kind"), "/".join(x for x in ((d.get("metadata") or {}).get("namespace")
-                                                             or params["namespace"],
-                                                             (d.get("metadata") or {}).get("name")) if x))
-             for d in docs[:3] if isinstance(d, dict)]
+    names = []
+    for doc in docs[:3]:
+        meta = (doc.get("metadata") or {}) if isinstance(doc, dict) else {}
+        where = "/".join(x for x in (meta.get("namespace") or params["namespace"], meta.get("name")) if x)
+        names.append("%s %s" % (doc.get("kind") if isinstance(doc, dict) else "document", where))
     return ", ".join(names) + (" and %d more" % (len(docs) - 3) if len(docs) > 3 else "")
 
 

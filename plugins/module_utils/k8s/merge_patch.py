@@ -140,8 +140,10 @@ def run_merge_patch(client, api_version, plural, name, patch, namespace=None, mi
         if want_diff:
             result["diff"] = {"before": {}, "after": strip_noise(dry),
                               "before_header": "%s (absent)" % what, "after_header": "%s (created)" % what}
-        result["object"] = dry if client.check_mode else client.create(api_version, plural, body,
-                                                                         namespace=namespace)
+        if client.check_mode:
+            result["object"] = dry
+        else:
+            result["object"] = client.create(api_version, plural, body, namespace=namespace)
         result["msg"] = "%s created" % what
         result["api_requests"] = dict(client.requests)
         return result

@@ -141,7 +141,7 @@ class K8sModule(_Base):
         """The module's ``subject`` for these parameters (or ``the Kubernetes client``)."""
         try:
             return (self.subject(self.params) if self.subject else "") or "the Kubernetes client"
-        except Exception:  # pylint: disable=broad-except - a description must never fail the failure
+        except Exception:  # a description must never fail the failure
             return "the Kubernetes client"
 
 

@@ -187,3 +187,16 @@ def test_a_stopped_api_server_at_client_build_names_the_subject(monkeypatch):
                      subject=lambda p: "daemonsets.apps kube-system/kube-proxy")
     assert result["msg"].startswith("merge patch: daemonsets.apps kube-system/kube-proxy: the API server at "
                                     "https://127.0.0.1:9 was not reached")
+
+
+def test_a_calicoctl_failure_is_one_line_without_its_configuration_path():
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.datastore import (
+        CalicoctlDatastore, DatastoreError)
+
+    def run(argv, data, timeout):
+        return 1, "", ("Failed to create Calico API client: open /etc/calico/etcd-key.pem: permission denied\n"
+                       "Usage: calicoctl get ...")
+    with pytest.raises(DatastoreError) as err:
+        CalicoctlDatastore(config="/etc/calico/calicoctl.cfg", run=run).list_host_endpoints()
+    assert str(err.value) == ("calicoctl get hostendpoints -o json failed (rc=1): Failed to create Calico API client: "
+                              "open <path>: permission denied Usage: calicoctl get ...")

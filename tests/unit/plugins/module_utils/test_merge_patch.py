@@ -232,8 +232,8 @@ def test_missing_create_without_a_body_is_an_error():
 
 
 SVC_PATH = "/api/v1/namespaces/monitoring/services/web"
-SVC = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "monitoring",
-                                                            "resourceVersion": "7"},
+SVC = {"apiVersion": "v1", "kind": "Service",
+       "metadata": {"name": "web", "namespace": "monitoring", "resourceVersion": "7"},
        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 8443},
                           {"name": "metrics", "port": 9094, "targetPort": 9094}]}}
 
