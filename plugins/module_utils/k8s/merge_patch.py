@@ -148,6 +148,10 @@ def run_merge_patch(client, api_version, plural, name, patch, namespace=None, mi
         result["api_requests"] = dict(client.requests)
         return result
 
+    if not patch:  # an empty patch changes nothing: not even a dry run (missing=create of an existing object)
+        result.update(before={}, after={}, msg="%s exists: nothing to patch" % what,
+                      api_requests=dict(client.requests))
+        return result
     body = copy.deepcopy(patch)
     if lock:
         body.setdefault("metadata", {})

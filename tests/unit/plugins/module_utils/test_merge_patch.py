@@ -291,3 +291,11 @@ def test_a_patch_the_server_refuses_in_the_dry_run_writes_nothing():
     assert err.value.status == 422
     assert str(err.value).startswith("daemonsets.apps kube-system/kube-proxy: 422 Unprocessable Entity")
     assert writes(t) == []
+
+
+def test_an_empty_patch_of_an_existing_object_sends_nothing():
+    """missing=create with no patch (a Namespace to have): when it exists, not even a dry run."""
+    t = Transport({DS_PATH: DS})
+    out = run(t, {}, missing="create", create={"apiVersion": "apps/v1", "kind": "DaemonSet"})
+    assert (out["changed"], out["exists"]) == (False, True)
+    assert [entry[0] for entry in t.log] == ["GET"]
