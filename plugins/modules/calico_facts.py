@@ -193,7 +193,8 @@ def _facts(m):
 
 
 def main():
-    K8sModule(argument_spec(), errors=(ValueError,)).run(_facts)
+    K8sModule(argument_spec(), errors=(ValueError,),
+              subject=lambda p: "the Calico install (Installation, DaemonSets, ConfigMaps of calico_facts)").run(_facts)
 
 
 if __name__ == "__main__":

@@ -89,6 +89,7 @@ msg:
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.rollout import read
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 
 
@@ -105,7 +106,8 @@ def main():
         daemonset=dict(type="str"),
         deployments=dict(type="list", elements="str", default=[]),
         datastore=dict(type="str", choices=["kubernetes", "etcd"], default="kubernetes"),
-    )).run(_rollout)
+    ), subject=lambda p: describe_object("apps/v1", "daemonsets" if p["daemonset"] else "deployments", p["namespace"],
+                                         p["daemonset"] or ",".join(p["deployments"]) or None)).run(_rollout)
 
 
 if __name__ == "__main__":

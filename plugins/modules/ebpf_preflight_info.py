@@ -209,7 +209,7 @@ def main():
         ignore=dict(type="list", elements="str", default=[], choices=list(CHECK_NAMES)),
         max_objects=dict(type="int", default=20),
         page_size=dict(type="int", default=500),
-    ), error_prefix="eBPF preflight: ").run(_preflight)
+    ), error_prefix="eBPF preflight: ", subject=lambda p: "nodes and kube-system objects").run(_preflight)
 
 
 if __name__ == "__main__":

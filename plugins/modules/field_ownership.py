@@ -100,13 +100,22 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.field_own
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 
 
+def _subject(params):
+    """``Kind namespace/name`` of the first few objects."""
+    names = []
+    for obj in params["objects"][:3]:
+        meta = obj.get("metadata") or {}
+        names.append("%s %s" % (obj.get("kind"), "/".join(x for x in (meta.get("namespace"), meta.get("name")) if x)))
+    return ", ".join(names) + (" and %d more" % (len(params["objects"]) - 3) if len(params["objects"]) > 3 else "")
+
+
 def main():
     K8sModule(dict(
         objects=dict(type="list", elements="dict", required=True),
         from_managers=dict(type="list", elements="str", required=True),
         to_manager=dict(type="str", default=FIELD_MANAGER),
-    )).run(lambda m: run(m.client(), m.params["objects"], m.params["from_managers"], m.params["to_manager"],
-                         diff=m.diff))
+    ), subject=_subject).run(lambda m: run(m.client(), m.params["objects"], m.params["from_managers"],
+                                           m.params["to_manager"], diff=m.diff))
 
 
 if __name__ == "__main__":

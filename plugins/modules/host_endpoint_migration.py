@@ -300,6 +300,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoint
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.runner import (
     DATASTORES, DEFAULT_POLL_INTERVAL, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE, DEFAULT_WAIT_TIMEOUT,
     DEFAULT_WORKERS, STATES, run)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule, k8s_argument_spec
 
 
@@ -335,7 +336,9 @@ def _migrate(m):
 
 
 def main():
-    K8sModule(argument_spec(), errors=(HostEndpointMigrationError,)).run(_migrate)
+    K8sModule(argument_spec(), errors=(HostEndpointMigrationError,),
+              subject=lambda p: "host endpoints (record %s)" % describe_object("v1", "configmaps", p["record_namespace"],
+                                                                               p["record_name"])).run(_migrate)
 
 
 if __name__ == "__main__":

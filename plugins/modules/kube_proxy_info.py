@@ -173,6 +173,7 @@ api_requests:
   type: dict
 """
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.rules import (
     DEFAULT_NODE_SELECTOR, FELIX_FIELD, STATES)
@@ -209,7 +210,8 @@ def main():
         kops_state_store=dict(type="str", no_log=False),
         kops_binary=dict(type="str", default="kops"),
         kops_spec_file=dict(type="str", default="cluster.yaml"),
-    ), error_prefix="kube-proxy: ").run(_kube_proxy)
+    ), error_prefix="kube-proxy: ",
+        subject=lambda p: describe_object("apps/v1", "daemonsets", p["namespace"], p["daemonset"])).run(_kube_proxy)
 
 
 if __name__ == "__main__":

@@ -194,6 +194,20 @@ def _apply(m):
     return out
 
 
+def _subject(params):
+    """The documents a failure before any request names: ``Kind namespace/name`` of the first few."""
+    try:
+        docs = _documents(params["definition"])
+    except Exception:  # the YAML error is reported by _apply
+        docs = []
+    names = []
+    for doc in docs[:3]:
+        meta = (doc.get("metadata") or {}) if isinstance(doc, dict) else {}
+        where = "/".join(x for x in (meta.get("namespace") or params["namespace"], meta.get("name")) if x)
+        names.append("%s %s" % (doc.get("kind") if isinstance(doc, dict) else "document", where))
+    return ", ".join(names) + (" and %d more" % (len(docs) - 3) if len(docs) > 3 else "")
+
+
 def main():
     K8sModule(dict(
         definition=dict(type="raw", required=True),
@@ -203,7 +217,7 @@ def main():
         wait_established=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=120),
         secret_data=dict(type="dict", default={}, no_log=True),
-    ), errors=(ApplyError,)).run(_apply)
+    ), errors=(ApplyError,), subject=_subject).run(_apply)
 
 
 if __name__ == "__main__":

@@ -10,18 +10,21 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: merge_patch
-short_description: JSON merge patch one Kubernetes object, only when the patch changes it
+short_description: Patch one Kubernetes object, only when the API server says the patch changes it
 version_added: 0.1.0
 author:
   - calico_ops maintainers (@calico-ops)
 description:
-  - Reads the object, applies the JSON merge patch (RFC 7386) locally and compares. When nothing would change,
-    nothing is sent (C(changed=false) and no write request). Otherwise one PATCH with
-    C(application/merge-patch+json); a V(null) value removes a key, other keys stay.
+  - Reads the object and sends the patch as a server-side dry run (C(dryRun=All)), so the merge is the
+    API server's own. When the server's answer equals the live object nothing is written (C(changed=false) and no
+    write request). Otherwise the same PATCH is sent for real; a V(null) value removes a key, other keys stay.
+  - The patch is a strategic merge patch for the built-in API groups (lists merge on the keys the API declares,
+    so a patch of one Service port, or one container, leaves the others) and a JSON merge patch (RFC 7386, lists
+    replaced whole) for custom resources, which have no strategic merge (O(patch_type)).
   - A missing object is an error (O(missing=fail)), skipped (O(missing=skip)) or created from O(create) with
-    the patch merged in (O(missing=create)).
-  - In check mode the same decision is made and nothing is sent to the API server (not even a dry-run).
-  - The diff shows only the paths the patch touches, before and after.
+    the patch merged in (O(missing=create); the creation is dry-run first).
+  - In check mode only the dry run is sent; nothing is written.
+  - The diff is the live object against the server's dry-run answer, on the paths the patch touches.
   - The values of a Secret's C(data) and C(stringData) are never returned nor shown in the diff (the keys are).
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -43,16 +46,27 @@ options:
     description: The namespace (omit for cluster-scoped objects).
     type: str
   patch:
-    description: The JSON merge patch.
+    description: The patch (strategic merge or JSON merge patch, see O(patch_type)).
     type: dict
     default: {}
+  patch_type:
+    description:
+      - V(strategic) (C(application/strategic-merge-patch+json)) or V(merge) (C(application/merge-patch+json),
+        RFC 7386).
+      - V(auto) is V(strategic) for the built-in API groups (core, V(apps), C(*.k8s.io)) and V(merge) for the
+        others (custom resources), and V(merge) when the API server refuses a strategic merge (415).
+    type: str
+    default: auto
+    choices: [auto, strategic, merge]
   missing:
     description: What to do when the object does not exist.
     type: str
     default: fail
     choices: [fail, skip, create]
   create:
-    description: The object to create when it is missing and O(missing=create) (O(patch) is merged into it).
+    description:
+      - The object to create when it is missing and O(missing=create).
+      - O(patch) is merged into it as a JSON merge patch (RFC 7386) of the two dicts.
     type: dict
   lock:
     description: Send the read C(metadata.resourceVersion) with the patch so a concurrent change is refused (409).
@@ -61,10 +75,12 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Decides and reports what would change; sends no write.
+    description: Decides and reports what would change from the API server's dry run; sends no write.
   diff_mode:
     support: full
-    description: Before and after of the paths the patch touches (or the whole object when it is created).
+    description: >-
+      The live object and the API server's dry-run answer, on the paths the patch touches (the whole object when
+      it is created).
 """
 
 EXAMPLES = r"""
@@ -118,27 +134,33 @@ after:
   type: dict
   sample: {spec: {template: {spec: {nodeSelector: {kubernetes.io/os: linux, non-calico: "true"}}}}}
 patch:
-  description: The merge patch.
+  description: The patch.
   returned: always
   type: dict
+patch_type:
+  description: The patch type sent (V(strategic) or V(merge)).
+  returned: when the object existed
+  type: str
+  sample: strategic
 object:
   description: The object after the change (in check mode, as it would be); null when missing and skipped.
   returned: always
   type: dict
 resource:
-  description: What was patched (C(<apiVersion>/<resource> <namespace>/<name>)).
+  description: What was patched (C(<resource>[.<group>] <namespace>/<name>)).
   returned: always
   type: str
-  sample: apps/v1/daemonsets kube-system/kube-proxy
+  sample: daemonsets.apps kube-system/kube-proxy
 api_requests:
-  description: How many API requests the module made (C(read), C(write)).
+  description: How many API requests the module made (C(read), C(write), C(dry_run)).
   returned: always
   type: dict
-  sample: {read: 1, write: 1}
+  sample: {read: 1, write: 1, dry_run: 1}
 """
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.merge_patch import (
-    MISSING_CHOICES, run_merge_patch)
+    MISSING_CHOICES, PATCH_TYPES, run_merge_patch)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_secret_parts
 
@@ -147,7 +169,7 @@ def _patch(m):
     p = m.params
     result = run_merge_patch(m.client(), p["api_version"], p["resource"], p["name"], p["patch"],
                              namespace=p["namespace"], missing=p["missing"], create=p["create"], lock=p["lock"],
-                             want_diff=m.diff)
+                             want_diff=m.diff, patch_type=p["patch_type"])
     if p["resource"] == "secrets":
         # the patch and the views of the paths it touches carry no kind: redacted as parts of a Secret
         for key in ("object", "before", "after", "patch"):
@@ -166,10 +188,12 @@ def main():
         name=dict(type="str", required=True),
         namespace=dict(type="str"),
         patch=dict(type="dict", default={}),
+        patch_type=dict(type="str", default="auto", choices=list(PATCH_TYPES)),
         missing=dict(type="str", default="fail", choices=list(MISSING_CHOICES)),
         create=dict(type="dict"),
         lock=dict(type="bool", default=False),
-    ), error_prefix="merge patch: ", required_if=[("missing", "create", ("create",))]).run(_patch)
+    ), error_prefix="merge patch: ", required_if=[("missing", "create", ("create",))],
+        subject=lambda p: describe_object(p["api_version"], p["resource"], p["namespace"], p["name"])).run(_patch)
 
 
 if __name__ == "__main__":

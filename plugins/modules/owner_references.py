@@ -225,6 +225,7 @@ record:
            "entries": 14, "done": 0, "pending": 14}
 """
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule, k8s_argument_spec
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
     DEFAULT_OWNER_API_VERSIONS, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE, OwnerReferencesError)
@@ -246,7 +247,9 @@ def argument_spec():
 
 
 def main():
-    K8sModule(argument_spec(), errors=(OwnerReferencesError,)).run(
+    K8sModule(argument_spec(), errors=(OwnerReferencesError,),
+              subject=lambda p: "owner references (record %s)" % describe_object("v1", "configmaps", p["record_namespace"],
+                                                                                 p["record_name"])).run(
         lambda m: run(m.client(), m.params, diff=m.diff))
 
 

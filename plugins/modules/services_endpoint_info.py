@@ -195,6 +195,7 @@ api_requests:
   sample: {read: 5, write: 0}
 """
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import (
     KOPS_HOST_PREFIX, MKE_HOST, MODULE_NAMES, PLATFORM_CHOICES)
@@ -238,7 +239,8 @@ def main():
         names_prefix=dict(type="str", default=""),
         fail_on_problems=dict(type="bool", default=True),
         aws_dns=dict(type="bool"),
-    ), error_prefix="services endpoint: ").run(_endpoint)
+    ), error_prefix="services endpoint: ",
+        subject=lambda p: describe_object("v1", "configmaps", p["namespace"], p["configmap"])).run(_endpoint)
 
 
 if __name__ == "__main__":

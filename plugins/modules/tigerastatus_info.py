@@ -100,6 +100,7 @@ polls:
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.tigerastatus import read
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 
 
@@ -109,7 +110,8 @@ def main():
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=600),
         poll_interval=dict(type="int", default=10),
-    ), error_prefix="reading TigeraStatus failed: ").run(lambda m: read(m.client(), m.params["expected"]))
+    ), error_prefix="reading TigeraStatus failed: ",
+        subject=lambda p: describe_object("operator.tigera.io/v1", "tigerastatuses")).run(lambda m: read(m.client(), m.params["expected"]))
 
 
 if __name__ == "__main__":

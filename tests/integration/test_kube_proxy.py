@@ -206,7 +206,12 @@ def test_check_mode_writes_nothing_and_shows_the_patch(cluster, ansible, kube_pr
     mark = cluster.audit.mark()
     res = run(ansible, check=True, diff=True, kube_proxy_platform="kubeadm")
     assert_ok(res)
-    assert cluster.audit.writes_since(mark, include_dry_run=True) == []
+    # nothing persisted; what is sent is only merge_patch's server-side dry run of the nodeSelector patch (the API
+    # server merges, check mode stops there), nothing else
+    sent = cluster.audit.writes_since(mark, include_dry_run=True)
+    assert [e for e in sent if "dryRun=All" not in e["requestURI"]] == []
+    assert [(e["verb"], e["objectRef"]["resource"], e["objectRef"].get("name")) for e in sent] == [
+        ("patch", "daemonsets", "kube-proxy")]
     assert res.changed() >= 1
     patch = role_task(res, "nodeSelector - kube-system/kube-proxy: add {\"non-calico\": \"true\"}")
     assert patch["diff"]["before"]["spec"]["template"]["spec"]["nodeSelector"] == PRE_EXISTING

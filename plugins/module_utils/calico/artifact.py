@@ -38,11 +38,14 @@ def read_source(module):
     """The text of option ``content``, else of the file ``src`` (failing the module, naming it, when unreadable)."""
     text = module.params["content"]
     if text is None:
+        error = None
         try:
             with open(module.params["src"]) as f:
                 text = f.read()
         except (IOError, OSError) as exc:
-            module.fail_json(msg="src: cannot read %s: %s" % (module.params["src"], exc))
+            error = exc.strerror or type(exc).__name__
+        if error is not None:  # failed outside the except block: no traceback in the result, even at -vvv
+            module.fail_json(msg="src: cannot read %s: %s" % (module.params["src"], error))
     return text
 
 

@@ -16,6 +16,7 @@ import subprocess
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     ClientError, ReadOnlyViolation)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import one_line, scrub_paths
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import rules
 
 
@@ -158,10 +159,12 @@ class CalicoctlDatastore(object):
         try:
             return self.run(argv, data, self.timeout)
         except OSError as exc:
-            raise DatastoreError("cannot run %s: %s" % (self.path, exc))
+            raise DatastoreError("cannot run %s: %s" % (self.path, exc.strerror or type(exc).__name__))
 
     def _fail(self, args, rc, out, err):
-        return DatastoreError("calicoctl %s failed (rc=%s): %s" % (" ".join(args), rc, (err or out).strip()))
+        """calicoctl's own words, on one line and without local paths (its configuration names the etcd TLS files)."""
+        return DatastoreError("calicoctl %s failed (rc=%s): %s" % (" ".join(args), rc,
+                                                                   one_line(scrub_paths((err or out).strip()))))
 
     def _json(self, args):
         rc, out, err = self._call(args)

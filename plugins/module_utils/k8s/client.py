@@ -33,8 +33,7 @@ except ImportError:  # pragma: no cover - reported by the module through missing
     HAS_K8S = False
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import (
-    ClientError, ReadOnlyViolation)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_api_message
+    ClientError, ReadOnlyViolation, api_error, describe_path, unreachable)
 
 FIELD_MANAGER = "calico-ops"
 DEFAULT_PAGE_SIZE = 500
@@ -94,21 +93,26 @@ class Client(object):
 
     # -- transport -------------------------------------------------------------------------------
 
-    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False, accept=None):
+    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False, accept=None, what=None):
         """Send one request; return the decoded JSON body (or None); raise ClientError.
 
         ``dry_run=True`` marks a server-side dry run (``dryRun=All`` is forced): it persists nothing, so it
-        is allowed in check mode. ``accept``: the Accept header (default ``application/json``).
+        is allowed in check mode. ``accept``: the Accept header (default ``application/json``). ``what``: the
+        object an error names, when the path does not (a POST to a collection).
+
+        Errors are mapped once, here (``errors.api_error`` / ``errors.unreachable``): one line naming the object,
+        the status, the reason and the API's message (never the response body), and what to do.
         """
         method = method.upper()
         mutating = method not in ("GET", "HEAD")
         if dry_run:
             query = dict(query or {}, dryRun="All")
         elif mutating and self.check_mode:
-            raise ReadOnlyViolation("check mode: refusing %s %s" % (method, path))
+            raise ReadOnlyViolation("%s: check mode: refusing %s %s" % (what or describe_path(path), method, path))
         self.requests["dry_run" if dry_run else ("write" if mutating else "read")] += 1
         headers = {"Accept": accept or "application/json"}
         query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        error = None
         try:
             resp = self._dyn.request(method, path, body=body, serialize=False,
                                      query_params=query_params, header_params=headers,
@@ -116,32 +120,17 @@ class Client(object):
                                      _request_timeout=self.timeout)
             data = resp.data
         except DynamicApiError as exc:
-            raise self._error(method, path, getattr(exc, "status", 0), getattr(exc, "reason", ""),
-                              getattr(exc, "body", None))
+            error = api_error(method, path, getattr(exc, "status", 0), getattr(exc, "reason", ""),
+                              getattr(exc, "body", None), what=what)
         except Exception as exc:  # connection refused, TLS, timeouts
-            raise ClientError("%s %s: the API server was not reached: %s" % (method, path, exc))
+            error = unreachable(method, path, exc, what=what)
+        if error is not None:
+            raise error  # outside the except block: no chained exception (nor its text) travels with it
         if not data:
             return None
         if isinstance(data, bytes):
             data = data.decode("utf-8")
         return json.loads(data)
-
-    @staticmethod
-    def _error(method, path, status, reason, body):
-        detail = body
-        if isinstance(body, bytes):
-            body = body.decode("utf-8", "replace")
-        # a 422 quotes the object it refused (a Secret with its data): redacted, in the message and the body
-        secret = "/secrets" in (path or "").split("?")[0]
-        try:
-            status_obj = json.loads(body)
-            detail = status_obj.get("message", body)
-            body = json.dumps(redact_api_message(status_obj, secret=secret))  # message and details.causes
-        except (TypeError, ValueError, AttributeError):
-            detail = body
-        detail = redact_api_message(detail, secret=secret)
-        return ClientError("%s %s: %s %s: %s" % (method, path, status, reason, detail),
-                           status=status, reason=reason, body=redact_api_message(body, secret=secret))
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -196,9 +185,12 @@ class Client(object):
 
     # -- writes (refused in check mode) -----------------------------------------------------------
 
-    def create(self, api_version, plural, body, namespace=None):
+    def create(self, api_version, plural, body, namespace=None, dry_run=False):
+        """POST ``body``; ``dry_run``: a server-side dry run (allowed in check mode)."""
+        name = (body.get("metadata") or {}).get("name")
+        what = describe_path(api_path(api_version, plural, namespace, name)) if name else None
         return self.request("POST", api_path(api_version, plural, namespace), body=body,
-                            query={"fieldManager": self.field_manager})
+                            query={"fieldManager": self.field_manager}, dry_run=dry_run, what=what)
 
     def replace(self, api_version, plural, body, namespace=None):
         """PUT the whole object; with ``metadata.resourceVersion`` set the server refuses (409) a stale one."""

@@ -12,8 +12,11 @@ A module keeps its DOCUMENTATION, EXAMPLES and RETURN, its own options, and a ``
 ``K8sModule`` adds kubernetes.core's auth options to the spec (``k8s_argument_spec``), builds the module
 (check mode supported by every module: the ``Client`` refuses writes in check mode), builds the client
 (a missing kubeconfig named, any other failure as ``cannot build a Kubernetes client``), maps errors to
-``fail_json`` (a ``ClientError`` with its HTTP status; a job's error with the result it carries) and shapes
-the result (``changed`` false unless the job says otherwise, ``warnings`` shown as Ansible warnings).
+``fail_json`` through ``errors.failure_message`` (a ``ClientError`` with its HTTP status; a job's error with the
+result it carries; anything else, the kubernetes client's and urllib3's exceptions included, as one line too)
+and shapes the result (``changed`` false unless the job says otherwise, ``warnings`` shown as Ansible
+warnings). Every failure is one line, and ``fail_json`` is called outside any ``except`` block, so no traceback
+reaches the result (ansible-core before 2.19 adds the pending exception's at -vvv).
 ``FileModule`` is the same for the modules that only read and write files (no cluster).
 """
 
@@ -21,7 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import traceback
+import sys
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six import string_types
@@ -33,6 +36,7 @@ except ImportError:  # pragma: no cover - kubernetes.core is a declared dependen
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     Client, ClientError, auth_argument_spec, check_kubeconfig)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import failure_message, one_line
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import Redactor
 
 
@@ -62,6 +66,16 @@ def k8s_argument_spec(options):
     return spec
 
 
+class _Deferred(Exception):
+    """``fail()`` called while an exception is being handled: failed by ``run`` once the ``except`` block is left
+    (ansible-core before 2.19 puts the pending exception's traceback in the result at -vvv)."""
+
+    def __init__(self, msg, result):
+        super(_Deferred, self).__init__(msg)
+        self.msg = msg
+        self.result = result
+
+
 class _Base(object):
     """Error mapping and result shaping, shared by both kinds of module."""
 
@@ -84,20 +98,29 @@ class _Base(object):
         return self.module._diff
 
     def fail(self, msg, **result):
-        """Fail with ``msg``; ``result`` is returned along (its ``warnings`` shown as warnings)."""
+        """Fail with ``msg`` (on one line); ``result`` is returned along (its ``warnings`` shown as warnings)."""
+        if sys.exc_info()[1] is not None:
+            raise _Deferred(msg, result)
         for warning in result.pop("warnings", None) or []:
             self.module.warn(warning)
-        self.module.fail_json(msg=msg, **result)
+        self.module.fail_json(msg=one_line(msg, 0), **result)
 
     def run(self, work):
         """``work(self)`` returns the result; errors become ``fail_json``; the result is returned with
         ``exit_json``."""
+        failure = None
         try:
             result = work(self)
+        except _Deferred as exc:
+            failure = (exc.msg, exc.result)
         except ClientError as exc:
-            self.fail(self.error_prefix + str(exc), status=exc.status)
+            failure = (self.error_prefix + str(exc), {"status": exc.status})
         except self.errors as exc:  # a job's own error: its message, and what it did (``result``) if it says
-            self.fail(str(exc), **dict(getattr(exc, "result", None) or {}))
+            failure = (str(exc), dict(getattr(exc, "result", None) or {}))
+        except Exception as exc:  # anything else (a bug, the kubernetes client's own exceptions): one line
+            failure = (failure_message(exc, prefix=self.error_prefix), {})
+        if failure is not None:  # outside the except block: fail_json adds no traceback of a pending exception
+            self.fail(failure[0], **failure[1])
         result.setdefault("changed", False)
         for warning in result.pop("warnings", None) or []:
             self.module.warn(warning)
@@ -109,28 +132,40 @@ class K8sModule(_Base):
 
     module_class = AnsibleK8SModule
 
-    def __init__(self, options, error_prefix="", errors=(), **kwargs):
+    def __init__(self, options, error_prefix="", errors=(), subject=None, **kwargs):
+        """``subject(params)``: what the module works on (``configmaps kube-system/x``), named by a failure that
+        happens before any request can name its object (the API server not reached, a kubeconfig not loaded)."""
         super(K8sModule, self).__init__(k8s_argument_spec(options), error_prefix, errors, **kwargs)
+        self.subject = subject
 
     def client(self, **kwargs):
         """The collection's ``Client`` (read-only in check mode)."""
-        try:
-            return Client.from_module(self.module, **kwargs)
-        except ClientError:
-            raise
-        except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
-            self.module.fail_json(msg="cannot build a Kubernetes client: %s" % exc,
-                                  exception=traceback.format_exc())
+        return self._build(lambda: Client.from_module(self.module, **kwargs))
 
     def server_url(self):
         """The API server URL the auth options lead to (from kubernetes.core's configuration)."""
         from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+        return self._build(lambda: get_api_client(module=self.module).configuration.host)
+
+    def _build(self, make):
+        """``make()``, or a one-line failure: kubernetes.core's client reads the kubeconfig (its errors name the
+        file: never shown) and asks the API server its version (connection refused when it is stopped)."""
         check_kubeconfig(self.module)
+        failure = None
         try:
-            return get_api_client(module=self.module).configuration.host
-        except Exception as exc:  # kubeconfig / auth errors from kubernetes.core
-            self.module.fail_json(msg="cannot build a Kubernetes client: %s" % exc,
-                                  exception=traceback.format_exc())
+            return make()
+        except ClientError:
+            raise
+        except Exception as exc:  # kubeconfig / auth errors from kubernetes.core, urllib3 connection errors
+            failure = failure_message(exc, what=self.what(), building=True)
+        self.fail(self.error_prefix + failure)
+
+    def what(self):
+        """The module's ``subject`` for these parameters (or ``the Kubernetes client``)."""
+        try:
+            return (self.subject(self.params) if self.subject else "") or "the Kubernetes client"
+        except Exception:  # a description must never fail the failure
+            return "the Kubernetes client"
 
 
 class FileModule(_Base):

@@ -30,6 +30,7 @@ import copy
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import status_counts
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
     RecordStoreError, open_record_store)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.attach import AttachSteps
@@ -189,10 +190,13 @@ class Runner(AttachSteps):
         found = self._scan()
         if self.unlistable and self.fail_on_unlistable:
             names = ", ".join(u["type"] for u in self.unlistable)
+            statuses = [u.get("status") for u in self.unlistable]
             raise OwnerReferencesError(
-                "%d resource type(s) cannot be listed, so some owner references could be missed: %s. "
-                "Nothing was changed. Fix access to them, or set fail_on_unlistable=false to go on without "
-                "them." % (len(self.unlistable), names), self.result("detached", False))
+                "%d resource type(s) cannot be listed (%s), so some owner references could be missed: %s. "
+                "Nothing was changed. %s, or set fail_on_unlistable=false to go on without them."
+                % (len(self.unlistable), status_counts(statuses), names,
+                   "Grant the roles docs/rbac.yml lists for owner_references" if 403 in statuses
+                   else "Fix access to them"), self.result("detached", False))
         self._open_store()
         self.counts["affected"] = len(found)
         new = 0

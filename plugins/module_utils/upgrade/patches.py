@@ -16,21 +16,32 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.manife
 
 # -- upgrade manifests: user patches, etcd settings ---------------------------------------------------------
 
-# Lists merged item by item (by this key) in a strategic-merge-like patch, as Kubernetes does for these fields;
-# any other list of objects that all carry ``name`` merges by ``name``; every other list is replaced.
+# Lists merged item by item (by this key) in a strategic-merge-like patch, as Kubernetes does for these fields
+# (their ``patchMergeKey``); any other list of objects that all carry ``name`` merges by ``name``; every other list
+# is replaced. ``ports`` depends on where it is (``PORT_KEYS``).
 MERGE_KEYS = {
     "containers": "name", "initContainers": "name", "ephemeralContainers": "name", "env": "name",
-    "volumes": "name", "volumeMounts": "mountPath", "volumeDevices": "devicePath", "ports": "containerPort",
+    "volumes": "name", "volumeMounts": "mountPath", "volumeDevices": "devicePath",
     "imagePullSecrets": "name", "hostAliases": "ip", "envFrom": None, "tolerations": None, "args": None,
     "command": None,
 }
+# ``ports`` of a container merge by ``containerPort``, a Service's ``spec.ports`` by ``port`` (ServicePort's merge
+# key: keyed by ``containerPort`` they matched nothing and a patch of one port replaced them all); any other
+# ``ports`` (a NetworkPolicy rule's, an EndpointSlice's) is replaced whole, as the API server does.
+CONTAINER_FIELDS = ("containers", "initContainers", "ephemeralContainers")
 
 
 class PatchError(ManifestError):
     """A user patch is malformed, matches no document, or cannot be applied."""
 
 
-def _merge_key(field, base, patch):
+def _merge_key(field, base, patch, path=(), kind=None):
+    if field == "ports":
+        if len(path) >= 2 and path[-2] == "*" and len(path) >= 3 and path[-3] in CONTAINER_FIELDS:
+            return "containerPort"
+        if kind == "Service" and path == ("spec", "ports"):
+            return "port"
+        return None
     if field in MERGE_KEYS:
         return MERGE_KEYS[field]
     items = list(base or []) + list(patch or [])
@@ -39,11 +50,14 @@ def _merge_key(field, base, patch):
     return None
 
 
-def strategic_merge(base, patch, field=None):
+def strategic_merge(base, patch, field=None, path=(), kind=None):
     """A copy of ``base`` with ``patch`` merged the way ``kubectl patch --type strategic`` does for the usual
     fields: maps merge key by key (``null`` deletes a key, ``$patch: replace`` replaces the map), lists of
     containers, env, volumes, ports ... merge item by item on their merge key (``$patch: delete`` in an item
-    removes it), other lists are replaced."""
+    removes it), other lists are replaced. ``path``: where ``base`` is in the document (``*`` for a list item),
+    ``kind``: the document's kind (read from ``base`` at the top)."""
+    if kind is None and not path and isinstance(base, dict):
+        kind = base.get("kind")
     if isinstance(patch, dict):
         if patch.get("$patch") == "replace":
             return dict((k, copy.deepcopy(v)) for k, v in patch.items() if k != "$patch")
@@ -56,7 +70,7 @@ def strategic_merge(base, patch, field=None):
             if value is None:
                 out.pop(key, None)
             elif isinstance(value, (dict, list)):
-                merged = strategic_merge(out.get(key), value, key)
+                merged = strategic_merge(out.get(key), value, key, path + (key,), kind)
                 if merged is None:
                     out.pop(key, None)
                 else:
@@ -65,7 +79,7 @@ def strategic_merge(base, patch, field=None):
                 out[key] = copy.deepcopy(value)
         return out
     if isinstance(patch, list):
-        key = _merge_key(field, base if isinstance(base, list) else [], patch)
+        key = _merge_key(field, base if isinstance(base, list) else [], patch, path, kind)
         if not key or not isinstance(base, list) or not all(isinstance(i, dict) and key in i for i in patch):
             return [copy.deepcopy(i) for i in patch if not (isinstance(i, dict) and i.get("$patch") == "delete")]
         out = copy.deepcopy(base)
@@ -77,9 +91,9 @@ def strategic_merge(base, patch, field=None):
                     del out[index]
                 continue
             if index is None:
-                out.append(strategic_merge({}, item))
+                out.append(strategic_merge({}, item, None, path + ("*",), kind))
             else:
-                out[index] = strategic_merge(out[index], item)
+                out[index] = strategic_merge(out[index], item, None, path + ("*",), kind)
         return out
     return copy.deepcopy(patch)
 

@@ -694,6 +694,7 @@ def test_etcd_missing_default_is_created_and_errors_are_reported(tmp_path):
     with pytest.raises(HostEndpointMigrationError) as err:
         w.runner(datastore=bad).run("migrated")
     assert "calicoctl get hostendpoints -o json failed (rc=1): Failed to create Calico API client" in str(err.value)
+    assert "\n" not in str(err.value) and str(tmp_path) not in str(err.value)  # one line, no local path
     missing = CalicoctlDatastore(path=str(tmp_path / "nowhere" / "calicoctl"))
     with pytest.raises(HostEndpointMigrationError) as err:
         w.runner(datastore=missing).run("migrated")

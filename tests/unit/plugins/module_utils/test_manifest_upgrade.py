@@ -47,6 +47,28 @@ def test_strategic_merge_null_deletes_and_replace_directive():
     assert len(mounts["volumeMounts"]) == 2  # volumeMounts merge on mountPath, as in Kubernetes
 
 
+def test_strategic_merge_keys_ports_as_the_api_server_does():
+    """A Service's ports merge by ``port`` (ServicePort's merge key): a patch of the metrics port's targetPort keeps
+    the https port (keyed by containerPort it matched nothing and replaced both); a container's by
+    ``containerPort``; a NetworkPolicy rule's are replaced whole (no merge key)."""
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "m"},
+           "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 8443},
+                              {"name": "metrics", "port": 9094, "targetPort": 9094}]}}
+    out = upgrade_patches.strategic_merge(svc, {"spec": {"ports": [{"port": 9094, "targetPort": 19094}]}})
+    assert out["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": 8443},
+                                    {"name": "metrics", "port": 9094, "targetPort": 19094}]
+    ds = {"kind": "DaemonSet", "spec": {"template": {"spec": {"containers": [
+        {"name": "c", "ports": [{"containerPort": 9091, "name": "felix"}, {"containerPort": 9099}]}]}}}}
+    out = upgrade_patches.strategic_merge(ds, {"spec": {"template": {"spec": {"containers": [
+        {"name": "c", "ports": [{"containerPort": 9091, "hostPort": 9091}]}]}}}})
+    assert out["spec"]["template"]["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 9091, "name": "felix", "hostPort": 9091}, {"containerPort": 9099}]
+    np = {"kind": "NetworkPolicy", "spec": {"ingress": [{"ports": [{"port": 80}, {"port": 443}]}]}}
+    out = upgrade_patches.strategic_merge(np["spec"]["ingress"][0], {"ports": [{"port": 443}]}, "ingress",
+                                          ("spec", "ingress", "*"), "NetworkPolicy")
+    assert out["ports"] == [{"port": 443}]
+
+
 def test_json_patch_operations():
     doc = {"a": {"b": [1, 2]}, "c": "x"}
     out = upgrade_patches.json_patch(doc, [{"op": "add", "path": "/a/b/-", "value": 3}, {"op": "replace", "path": "/c", "value": "y"},

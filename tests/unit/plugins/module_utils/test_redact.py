@@ -178,14 +178,17 @@ def test_an_api_message_quoting_a_refused_secret_is_redacted():
     assert redact.redact_api_message(None) is None
 
 
-def test_the_client_redacts_the_objects_an_api_error_quotes():
-    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client
+def test_the_error_mapper_redacts_the_objects_an_api_error_quotes():
+    """The one error mapper (k8s/errors.py, used by the client for every failed request) keeps the API's message
+    only, with the Secret it quotes redacted."""
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import api_error
     obj = {"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "s"}, "data": {"k": b64("planted-value-x")}}
     body = json.dumps({"kind": "Status", "message": "Secret \"s\" is invalid: patch: Invalid value: %s: bad"
                        % json.dumps(json.dumps(obj))})
-    err = Client._error("PATCH", "/api/v1/namespaces/n/secrets/s", 422, "Unprocessable Entity", body.encode())
-    assert b64("planted-value-x") not in str(err) and b64("planted-value-x") not in err.body
-    assert err.status == 422 and "/secrets/s: 422 Unprocessable Entity: Secret" in str(err)
+    err = api_error("PATCH", "/api/v1/namespaces/n/secrets/s", 422, "Unprocessable Entity", body.encode())
+    assert b64("planted-value-x") not in str(err) and b64("planted-value-x") not in (err.api_message or "")
+    assert "planted-value-x" not in str(err)
+    assert err.status == 422 and "422 Unprocessable Entity: Secret" in str(err) and "secrets n/s" in str(err), str(err)
 
 
 def test_the_causes_of_an_api_status_are_redacted_too():
