@@ -84,9 +84,9 @@ def run_kube_proxy_info(client, server_url=None, state="disabled", platform="aut
         "patch": rules.selector_patch(state, selector),
     }
     result["running"] = rules.kube_proxy_running(ds, pods, selector)
+    no_mode = {"mode": None, "ipvs": False, "switch": None, "roll_pending": False}
     result["mode"] = _mode(client, namespace, list(configmaps or ()), ds or {}, state, target_mode, now) if (
-        ds is not None or name in rules.DAEMONSET_PLATFORMS) else {"mode": None, "ipvs": False, "switch": None,
-                                                          "roll_pending": False}
+        ds is not None or name in rules.DAEMONSET_PLATFORMS) else no_mode
 
     if name == "openshift":
         served = OPENSHIFT_NETWORK_API in (groups or ())
