@@ -148,7 +148,8 @@ running:
 mode:
   description:
     - kube-proxy's mode and where it is set (C(configmap) and C(key), or C(container) for the flag); C(ipvs);
-      C(switch) - the ConfigMap merge patch or the DaemonSet patch that sets O(target_mode).
+      C(switch) - the ConfigMap merge patch or the DaemonSet patch that sets O(target_mode); C(roll_pending) - the
+      ConfigMap's mode was switched by this collection and the DaemonSet not rolled since (a run cut in between).
   returned: always
   type: dict
 openshift:

@@ -162,40 +162,50 @@ HOLD_DOCS = [
 ]
 
 
-class HoldAutoHeps(object):
-    """The admission policy refusing automatic endpoints of nodes labelled ``HOLD_LABEL``."""
+class AdmissionHold(object):
+    """An admission policy (``docs``: a ValidatingAdmissionPolicy and its binding, as a cluster's policy engine would
+    have) in force while the ``with`` block runs: enforced once a dry-run POST of ``probe`` to ``path`` is refused
+    with ``message``; removed at the end."""
 
-    def __init__(self, cluster):
-        self.cluster = cluster
+    def __init__(self, cluster, docs, path, probe, message):
+        self.cluster, self.docs, self.path, self.probe, self.message = cluster, docs, path, probe, message
 
     def __enter__(self):
-        self.cluster.apply(yaml.safe_dump_all(HOLD_DOCS))
+        self.cluster.apply(yaml.safe_dump_all(self.docs))
         self._wait_enforced()
         return self
 
     def _wait_enforced(self, timeout=60):
-        """A policy is enforced a moment after it is created: probe with a dry-run create of a held endpoint."""
+        """A policy is enforced a moment after it is created: probe with a dry-run create."""
         from kubernetes.client.exceptions import ApiException
         api = Api(self.cluster, user_agent=TEST_AGENT)
-        probe = {"apiVersion": "crd.projectcalico.org/v1", "kind": "HostEndpoint",
-                 "metadata": {"name": "hold-probe", "annotations": {
-                     "projectcalico.org/metadata": '{"labels":{"%s":"true"}}' % HOLD_LABEL}},
-                 "spec": {"node": "hold-probe", "interfaceName": "*"}}
         deadline = time.monotonic() + timeout
         while True:
             try:
-                api.req("POST", "/apis/crd.projectcalico.org/v1/hostendpoints", probe, query={"dryRun": "All"})
+                api.req("POST", self.path, self.probe, query={"dryRun": "All"})
             except ApiException as exc:
-                if exc.status in (400, 403, 422) and "held by the test" in str(exc.body):
+                if exc.status in (400, 403, 422) and self.message in str(exc.body):
                     return
                 raise
             assert time.monotonic() < deadline, "the hold policy is not enforced after %ss" % timeout
             time.sleep(0.5)
 
     def __exit__(self, *exc):
-        for doc in reversed(HOLD_DOCS):
+        for doc in reversed(self.docs):
             self.cluster.kubectl("delete", doc["kind"].lower(), doc["metadata"]["name"], "--ignore-not-found",
                                  check=False)
+
+
+class HoldAutoHeps(AdmissionHold):
+    """The admission policy refusing automatic endpoints of nodes labelled ``HOLD_LABEL``."""
+
+    def __init__(self, cluster):
+        probe = {"apiVersion": "crd.projectcalico.org/v1", "kind": "HostEndpoint",
+                 "metadata": {"name": "hold-probe", "annotations": {
+                     "projectcalico.org/metadata": '{"labels":{"%s":"true"}}' % HOLD_LABEL}},
+                 "spec": {"node": "hold-probe", "interfaceName": "*"}}
+        super().__init__(cluster, HOLD_DOCS, "/apis/crd.projectcalico.org/v1/hostendpoints", probe,
+                         "held by the test")
 
 
 def release(cluster, node, agent=TEST_AGENT):

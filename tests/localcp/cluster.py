@@ -193,6 +193,7 @@ class ControlPlane:
                                 preexec_fn=_die_with_parent if self.die_with_parent else os.setsid)
         logf.close()
         self.procs[name] = proc
+        self.state.setdefault("cmds", {})[name] = [str(c) for c in cmd]  # start_component() starts it again
         self._save()
         return proc
 
@@ -406,18 +407,34 @@ class ControlPlane:
     def _default_sa_exists(self) -> bool:
         return self._https_ok(f"{self.state['server']}/api/v1/namespaces/default/serviceaccounts/default")
 
-    # -- the API server alone (fault tests) -----------------------------------------------------------
+    # -- one component stopped and started again (fault tests) ----------------------------------------
+
+    def stop_component(self, name: str) -> None:
+        """Stop one process of the control plane (``kube-apiserver``, ``etcd``, ...: SIGTERM, then SIGKILL); the
+        others keep running."""
+        _terminate((self.state.get("pids") or {}).get(name), self.procs.pop(name, None))
+        self.state.setdefault("pids", {}).pop(name, None)
+        self._save()
+
+    def start_component(self, name: str, timeout: float = 120) -> None:
+        """Start a stopped process again with the command line it first ran with (same flags, ports, data dir,
+        audit log), and wait until the API server is ready (through it, etcd is too)."""
+        self._spawn(name, (self.state.get("cmds") or {}).get(name) or self.state["apiserver_cmd"])
+        if name == "etcd":
+            url = self.state["etcd"]
+            self._wait(name, lambda: self._http_ok(f"{url}/health"), timeout)
+        self._wait(name, lambda: self._https_ok(f"{self.server}/readyz"), timeout)
+
+    def stopped(self, name: str) -> bool:
+        return name not in (self.state.get("pids") or {})
 
     def stop_apiserver(self) -> None:
-        """Stop kube-apiserver only (SIGTERM, then SIGKILL); etcd and the other components keep running."""
-        _terminate((self.state.get("pids") or {}).get("kube-apiserver"), self.procs.pop("kube-apiserver", None))
-        self.state.setdefault("pids", {}).pop("kube-apiserver", None)
-        self._save()
+        """Stop kube-apiserver only; etcd and the other components keep running."""
+        self.stop_component("kube-apiserver")
 
     def start_apiserver(self, timeout: float = 120) -> None:
         """Start kube-apiserver again, with the same flags, port and audit log, and wait until it is ready."""
-        self._spawn("kube-apiserver", self.state["apiserver_cmd"])
-        self._wait("kube-apiserver", lambda: self._https_ok(f"{self.server}/readyz"), timeout)
+        self.start_component("kube-apiserver", timeout)
 
     # -- stop --------------------------------------------------------------------------------------
 

@@ -35,6 +35,9 @@ except NameError:
 STATES = ("disabled", "enabled")
 DAEMONSET_PLATFORMS = ("kubeadm", "generic", "eks")
 DEFAULT_NODE_SELECTOR = {"non-calico": "true"}
+# on the ConfigMap whose mode this collection switched from IPVS: when (UTC); the DaemonSet is rolled after it
+SWITCHED_ANNOTATION = "lifecycle.calico-ops.io/kube-proxy-mode-switched-at"
+ROLLED_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
 FELIX_FIELD = "bpfKubeProxyIptablesCleanupEnabled"
 FELIX_V3 = "projectcalico.org/v3"
 FELIX_CRD = "crd.projectcalico.org/v1"
@@ -141,6 +144,18 @@ def mode_from_configmap(configmap):
         if mode is not None:
             return key, mode
     return None, None
+
+
+def roll_pending(configmap, ds):
+    """The ConfigMap's mode was switched by this collection (``SWITCHED_ANNOTATION``) and the DaemonSet's pods were
+    not rolled since (its template's ``ROLLED_ANNOTATION`` missing or older): a run cut between the switch and the
+    roll, which a re-run must finish. Both are UTC times in the same format, so they compare as strings."""
+    switched = (((configmap or {}).get("metadata") or {}).get("annotations") or {}).get(SWITCHED_ANNOTATION)
+    if not switched:
+        return False
+    template = (((ds or {}).get("spec") or {}).get("template") or {}).get("metadata") or {}
+    rolled = (template.get("annotations") or {}).get(ROLLED_ANNOTATION)
+    return not rolled or rolled < switched
 
 
 def mode_from_daemonset(ds):

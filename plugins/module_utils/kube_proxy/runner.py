@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import time
+
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.platform import choose_platform
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
@@ -22,10 +24,11 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endp
 OPENSHIFT_NETWORK_API = "operator.openshift.io/v1"
 
 
-def _mode(client, namespace, configmaps, ds, state, target_mode):
-    """Where kube-proxy's mode is set and, when it is IPVS, what the switch to ``target_mode`` writes."""
+def _mode(client, namespace, configmaps, ds, state, target_mode, now=None):
+    """Where kube-proxy's mode is set and, when it is IPVS, what the switch to ``target_mode`` writes (the ConfigMap's
+    switch is stamped with its time, ``roll_pending`` tells a switch the DaemonSet was not rolled after)."""
     out = {"mode": None, "where": None, "configmap": None, "key": None, "container": None, "source": None,
-           "ipvs": False, "switch": None}
+           "ipvs": False, "switch": None, "roll_pending": False}
     for name in configmaps:
         cm = client.get("v1", "configmaps", name, namespace=namespace)
         if cm is None:
@@ -36,7 +39,11 @@ def _mode(client, namespace, configmaps, ds, state, target_mode):
                        source="ConfigMap %s/%s %s" % (namespace, name, key))
             if mode == "ipvs":
                 text = rules.switch_mode_text(cm["data"][key], target_mode)
-                out["switch"] = {"configmap": name, "patch": {"data": {key: text}}}
+                stamp = now or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                out["switch"] = {"configmap": name, "patch": {
+                    "metadata": {"annotations": {rules.SWITCHED_ANNOTATION: stamp}}, "data": {key: text}}}
+            else:
+                out["roll_pending"] = rules.roll_pending(cm, ds)
         break
     container, mode = rules.mode_from_daemonset(ds)
     if mode is not None and (out["mode"] is None or mode == "ipvs"):
@@ -55,7 +62,7 @@ def run_kube_proxy_info(client, server_url=None, state="disabled", platform="aut
                         pod_selector="k8s-app=kube-proxy", node_selector=None, target_mode="iptables",
                         openshift_name="cluster", openshift_field="deployKubeProxy", felix_name="default",
                         felix_field=rules.FELIX_FIELD, kops_cluster_name=None, kops_state_store=None,
-                        kops_binary="kops", kops_spec_file="cluster.yaml"):
+                        kops_binary="kops", kops_spec_file="cluster.yaml", now=None):
     selector = dict(node_selector or rules.DEFAULT_NODE_SELECTOR)
     groups = None
     if platform in (None, "", "auto", "aks", "openshift"):
@@ -77,8 +84,9 @@ def run_kube_proxy_info(client, server_url=None, state="disabled", platform="aut
         "patch": rules.selector_patch(state, selector),
     }
     result["running"] = rules.kube_proxy_running(ds, pods, selector)
-    result["mode"] = _mode(client, namespace, list(configmaps or ()), ds or {}, state, target_mode) if (
-        ds is not None or name in rules.DAEMONSET_PLATFORMS) else {"mode": None, "ipvs": False, "switch": None}
+    no_mode = {"mode": None, "ipvs": False, "switch": None, "roll_pending": False}
+    result["mode"] = _mode(client, namespace, list(configmaps or ()), ds or {}, state, target_mode, now) if (
+        ds is not None or name in rules.DAEMONSET_PLATFORMS) else no_mode
 
     if name == "openshift":
         served = OPENSHIFT_NETWORK_API in (groups or ())

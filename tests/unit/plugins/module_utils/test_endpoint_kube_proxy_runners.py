@@ -154,15 +154,43 @@ def test_kube_proxy_ipvs_configmap_switch():
                                                    "data": {"config.conf": "kind: KubeProxyConfiguration\nmode: ipvs\n"}},
                    KS + "/pods/kube-proxy-a": {"metadata": {"name": "kube-proxy-a", "labels": {"k8s-app": "kube-proxy"}}}})
     c = client(t)
-    out = run_kube_proxy_info(c, platform="kubeadm")
+    out = run_kube_proxy_info(c, platform="kubeadm", now="2026-11-25T06:00:00Z")
     assert out["running"] is True
     assert out["daemonset"]["pods"] == 1 and out["daemonset"]["settled"] is False
-    assert out["mode"]["ipvs"] is True
+    assert out["mode"]["ipvs"] is True and out["mode"]["roll_pending"] is False
     assert out["mode"]["source"] == "ConfigMap kube-system/kube-proxy config.conf"
+    # the switch is stamped: a re-run after a run cut before the roll knows the roll is still to do
     assert out["mode"]["switch"] == {"configmap": "kube-proxy", "patch": {
+        "metadata": {"annotations": {"lifecycle.calico-ops.io/kube-proxy-mode-switched-at": "2026-11-25T06:00:00Z"}},
         "data": {"config.conf": "kind: KubeProxyConfiguration\nmode: iptables\n"}}}
     assert out["daemonset"]["patch"] == {"spec": {"template": {"spec": {"nodeSelector": {"non-calico": "true"}}}}}
     assert c.requests["write"] == 0
+
+
+def _switched_world(rolled_at):
+    ds = daemonset({"kubernetes.io/os": "linux"})
+    if rolled_at:
+        ds["spec"]["template"]["metadata"] = {"annotations": {"kubectl.kubernetes.io/restartedAt": rolled_at}}
+    return Transport({DS_PATH: ds, KS + "/configmaps/kube-proxy": {
+        "metadata": {"name": "kube-proxy",
+                     "annotations": {"lifecycle.calico-ops.io/kube-proxy-mode-switched-at": "2026-11-25T06:00:00Z"}},
+        "data": {"config.conf": "kind: KubeProxyConfiguration\nmode: iptables\n"}}})
+
+
+def test_kube_proxy_a_switch_not_rolled_since_is_pending():
+    """Issue 18 (tests/reliability/test_faults.py, kube_proxy_disabled): a run cut between the ConfigMap's switch and
+    the DaemonSet's roll; the re-run finds mode iptables and must still roll."""
+    for rolled_at, pending in ((None, True), ("2026-11-25T05:59:59Z", True), ("2026-11-25T06:00:00Z", False),
+                               ("2026-11-25T06:00:07Z", False)):
+        out = run_kube_proxy_info(client(_switched_world(rolled_at)), platform="kubeadm")
+        assert (out["mode"]["mode"], out["mode"]["ipvs"], out["mode"]["switch"]) == ("iptables", False, None)
+        assert out["mode"]["roll_pending"] is pending, rolled_at
+
+
+def test_kube_proxy_iptables_without_our_switch_is_not_pending():
+    t = Transport({DS_PATH: daemonset(), KS + "/configmaps/kube-proxy": {
+        "metadata": {"name": "kube-proxy"}, "data": {"config.conf": "mode: iptables\n"}}})
+    assert run_kube_proxy_info(client(t), platform="kubeadm")["mode"]["roll_pending"] is False
 
 
 def test_kube_proxy_eks_configmap_name():
@@ -211,7 +239,7 @@ def test_kube_proxy_mke_with_pods_and_no_daemonset():
     out = run_kube_proxy_info(client(t), platform="mke")
     assert out["daemonset"]["present"] is False
     assert (out["daemonset"]["node_selector"], out["daemonset"]["selector_applied"]) == ({}, False)
-    assert out["mode"] == {"mode": None, "ipvs": False, "switch": None}
+    assert out["mode"] == {"mode": None, "ipvs": False, "switch": None, "roll_pending": False}
     assert out["running"] is True
     assert out["mke"]["failed"] is True
 
