@@ -100,14 +100,17 @@ step_integration() {
     [ "$workers" -gt 4 ] && workers=4
   fi
   echo "pytest-xdist: $workers workers, a control plane each"
-  env -u LOCALCP_RUN_DIR pytest tests/integration -q -m integration -n "$workers" --dist loadgroup
+  # the fault matrix (tests/reliability/test_faults.py: every case on two control planes of its own) runs in this
+  # pool too, its cases first (the longest), so no suite waits on another's tail
+  env -u LOCALCP_RUN_DIR pytest tests/integration tests/reliability/test_faults.py -q -m integration -n "$workers" \
+    --dist loadgroup --durations=25
 }
 
 step_reliability() {
   # bad input, faults (the API server stopped mid-job, on control planes of the tests' own), least privilege,
   # secrets, check mode: tests/reliability (issue 10); expected failures (-rx) are listed with their reasons
   need_cluster || return 1
-  pytest tests/reliability -q -m integration -rx
+  pytest tests/reliability -q -m integration -rx --ignore tests/reliability/test_faults.py  # faults: in integration's pool
 }
 
 step_molecule() {

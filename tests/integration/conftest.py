@@ -1,4 +1,5 @@
-"""How `make test` spreads the integration tests over pytest-xdist workers (``--dist loadgroup``).
+"""How `make test` spreads the integration tests (and the fault matrix of tests/reliability/test_faults.py, which
+runs in the same pool) over pytest-xdist workers (``--dist loadgroup``).
 
 Each worker has a control plane of its own. A file whose tests share a module-scoped fixture (a second,
 kubeadm-shaped control plane in test_install_ebpf, Calico's CRDs, AWX templates) stays on one worker as one group;
@@ -12,7 +13,7 @@ Without xdist (a plain ``pytest tests/integration``) the markers do nothing and 
 
 import pytest
 
-PER_TEST = {"test_upgrade.py", "test_ebpf_paths.py"}
+PER_TEST = {"test_upgrade.py", "test_ebpf_paths.py", "test_faults.py"}
 
 DEFAULT_WEIGHT = 30
 
@@ -35,6 +36,8 @@ FILE_WEIGHTS = {
 
 # tests of the PER_TEST files (name without parameters)
 TEST_WEIGHTS = {
+    # tests/reliability/test_faults.py: every case runs its job three times on two control planes of its own
+    "test_a_rerun_after_a_fault_mid_job_ends_as_an_undisturbed_run": 400,
     "test_install_ebpf_operator_path_bootstrap_and_kube_proxy_by_the_operator": 610,
     "test_operator_upgrade": 420,
     "test_enable_ebpf_switches_an_iptables_install_and_the_operator_rerenders": 380,
@@ -61,7 +64,7 @@ def _group_and_weight(item):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    here = [i for i in items if "integration" in i.path.parts]
+    here = [i for i in items if "integration" in i.path.parts or i.path.name in PER_TEST]
     if not here:
         return
     groups = {}
@@ -70,5 +73,6 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.xdist_group(name=group))
         groups.setdefault(group, (weight, []))[1].append(item)  # a file group: its file's weight
     ordered = sorted(groups.values(), key=lambda g: -g[0])  # stable: equal weights keep pytest's order
-    others = [i for i in items if "integration" not in i.path.parts]
+    chosen = set(id(i) for i in here)
+    others = [i for i in items if id(i) not in chosen]
     items[:] = [i for _w, members in ordered for i in members] + others
