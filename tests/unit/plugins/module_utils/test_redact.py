@@ -2,6 +2,7 @@
 module base, whose every way out (result, failure, warning) goes through it."""
 
 import base64
+import contextlib
 import json
 
 import pytest
@@ -112,11 +113,30 @@ def test_the_redactor_redacts_objects_and_every_string():
     assert "hunter2" not in out and '"password": "%s"' % MARKER in out
 
 
+@contextlib.contextmanager
+def _module_args(args):
+    """ansible-core's ``patch_module_args`` (2.19 and later), or what it does on older releases: the module
+    arguments where AnsibleModule reads them (``basic._ANSIBLE_ARGS``)."""
+    try:
+        from ansible.module_utils.testing import patch_module_args
+    except ImportError:  # ansible-core < 2.19
+        from ansible.module_utils import basic
+        from ansible.module_utils.common.text.converters import to_bytes
+        saved = basic._ANSIBLE_ARGS
+        basic._ANSIBLE_ARGS = to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+        try:
+            yield
+        finally:
+            basic._ANSIBLE_ARGS = saved
+        return
+    with patch_module_args(args):
+        yield
+
+
 def _run_module(monkeypatch, capsys, work, args):
     """Run a FileModule (the module base) with ``args``; return its JSON output."""
-    from ansible.module_utils.testing import patch_module_args
     from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import FileModule
-    with patch_module_args(args):
+    with _module_args(args):
         with pytest.raises(SystemExit):
             FileModule(dict(key=dict(type="str", no_log=True), name=dict(type="str"))).run(work)
     return json.loads(capsys.readouterr().out)
