@@ -8,7 +8,7 @@ needs) are groups of their own, so the longest file is no longer one worker's ta
 longest first: ``WEIGHTS`` holds rough seconds per test or file, measured with ``--durations`` (2026-11-25, 3 workers
 on 2 CPUs); they decide only the order, never a result. A test not listed counts ``DEFAULT_WEIGHT``.
 
-Without xdist (a plain ``pytest tests/integration``) the markers do nothing and the order is pytest's own.
+Without xdist (a plain ``pytest tests/integration``) the order is this one, longest first, on one control plane.
 """
 
 import pytest
@@ -54,25 +54,43 @@ TEST_WEIGHTS = {
 }
 
 
-def _group_and_weight(item):
-    file = item.path.name
-    if file in PER_TEST:
-        name = item.originalname or item.name
-        return item.nodeid, TEST_WEIGHTS.get(name, DEFAULT_WEIGHT)
-    return "file:" + file, FILE_WEIGHTS.get(file, DEFAULT_WEIGHT * 5)
+def group_of(nodeid):
+    """The group of a test id: its file, or the test itself in a ``PER_TEST`` file."""
+    nodeid = nodeid.split("@")[0]
+    path = nodeid.split("::")[0]
+    return nodeid if path.rsplit("/", 1)[-1] in PER_TEST else path
+
+
+def _weight(item):
+    if item.path.name in PER_TEST:
+        return TEST_WEIGHTS.get(item.originalname or item.name, DEFAULT_WEIGHT)
+    return FILE_WEIGHTS.get(item.path.name, DEFAULT_WEIGHT * 5)
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` hands out the groups of ``group_of`` (xdist's own ``xdist_group`` marks do nothing with
+    pytest 9: the test id suffix xdist relies on is not kept), in the order of the collection below."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return group_of(nodeid)
+
+    return GroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
+    """Groups longest first (equal weights keep pytest's order); within a group, pytest's order."""
     here = [i for i in items if "integration" in i.path.parts or i.path.name in PER_TEST]
     if not here:
         return
     groups = {}
     for item in here:
-        group, weight = _group_and_weight(item)
-        item.add_marker(pytest.mark.xdist_group(name=group))
-        groups.setdefault(group, (weight, []))[1].append(item)  # a file group: its file's weight
-    ordered = sorted(groups.values(), key=lambda g: -g[0])  # stable: equal weights keep pytest's order
+        groups.setdefault(group_of(item.nodeid), (_weight(item), []))[1].append(item)  # a file group: its weight
+    ordered = sorted(groups.values(), key=lambda g: -g[0])
     chosen = set(id(i) for i in here)
     others = [i for i in items if id(i) not in chosen]
     items[:] = [i for _w, members in ordered for i in members] + others
