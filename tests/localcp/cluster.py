@@ -12,6 +12,7 @@ import base64
 import ctypes
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -61,8 +62,30 @@ def log(msg: str) -> None:
     print(f"[localcp] {msg}", file=sys.stderr, flush=True)
 
 
+def _ephemeral_range() -> tuple:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A free port on 127.0.0.1 for a component to listen on, below the kernel's ephemeral range: a port the kernel
+    hands out (bind to 0) is in that range, where any outgoing connection of this busy machine (several control
+    planes, Ansible's) may take it as its source port before the component binds it (seen: the mirror's
+    http.server failed with "Address already in use" while other control planes started)."""
+    low, _high = _ephemeral_range()
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(10000, max(10001, low))
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # nothing free below the range: the kernel's choice
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

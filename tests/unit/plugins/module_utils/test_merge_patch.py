@@ -93,8 +93,9 @@ class Transport(object):
     """Objects by path; GET, POST and PATCH (strategic or merge, dry run or not) as the API server answers them:
     resourceVersion precondition (409), no strategic merge for custom resources (415), ``reject`` (422)."""
 
-    def __init__(self, objects=None, reject=None):
+    def __init__(self, objects=None, reject=None, missing_namespaces=()):
         self.objects = copy.deepcopy(objects or {})
+        self.missing_namespaces = missing_namespaces  # a POST into one of these: 404, as the API server answers
         self.log = []
         self.rv = 10
         self.reject = reject
@@ -109,6 +110,8 @@ class Transport(object):
         if self.reject:
             raise api_exception(ApiException(status=422, reason="Unprocessable Entity"))
         if method == "POST":
+            if any("/namespaces/%s/" % ns in path for ns in self.missing_namespaces):
+                raise api_exception(ApiException(status=404, reason="Not Found"))
             name = body["metadata"]["name"]
             obj = dict(copy.deepcopy(body))
             if not dry:
@@ -195,6 +198,21 @@ def test_check_mode_sends_only_the_dry_run():
     assert writes(t) == []
     assert len(dry_runs(t)) == 1
     assert t.objects[DS_PATH] == DS
+
+
+def test_check_mode_predicts_a_creation_into_a_namespace_an_earlier_task_creates():
+    """Check mode does not create the namespace an earlier task creates, so the server cannot dry-run into it: the
+    creation is shown as it would be sent, with a warning; without check mode the 404 stays an error."""
+    t = Transport({}, missing_namespaces=("kube-system",))
+    body = {"apiVersion": "apps/v1", "kind": "DaemonSet"}
+    out = run(t, ADD, missing="create", create=body, check=True)
+    assert (out["changed"], out["created"]) == (True, True)
+    assert out["object"]["spec"]["template"]["spec"]["nodeSelector"]["non-calico"] == "true"
+    assert "namespace kube-system does not exist yet" in out["warnings"][0]
+    assert writes(t) == []
+    with pytest.raises(ClientError) as err:
+        run(t, ADD, missing="create", create=body)
+    assert err.value.status == 404
 
 
 def test_missing_fail_skip_create():
