@@ -432,10 +432,11 @@ class ControlPlane:
 
     # -- one component stopped and started again (fault tests) ----------------------------------------
 
-    def stop_component(self, name: str) -> None:
-        """Stop one process of the control plane (``kube-apiserver``, ``etcd``, ...: SIGTERM, then SIGKILL); the
+    def stop_component(self, name: str, crash: bool = False) -> None:
+        """Stop one process of the control plane (``kube-apiserver``, ``etcd``, ...: SIGTERM, then SIGKILL; with
+        ``crash``, SIGKILL at once: no graceful drain, the requests in flight are cut as when the process dies); the
         others keep running."""
-        _terminate((self.state.get("pids") or {}).get(name), self.procs.pop(name, None))
+        _terminate((self.state.get("pids") or {}).get(name), self.procs.pop(name, None), grace=0 if crash else 10)
         self.state.setdefault("pids", {}).pop(name, None)
         self._save()
 
@@ -532,11 +533,12 @@ def _terminate(pid: int, proc: subprocess.Popen | None, grace: float = 10) -> No
         if proc is not None:
             proc.poll()
         return
+    first = signal.SIGTERM if grace > 0 else signal.SIGKILL
     try:
-        os.killpg(pid, signal.SIGTERM)
+        os.killpg(pid, first)
     except (ProcessLookupError, PermissionError):
         try:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, first)
         except ProcessLookupError:
             return
     deadline = time.monotonic() + grace

@@ -143,7 +143,9 @@ CASES = [
     ("host-endpoints-etcd-without-calicoctl", "module:host_endpoint_migration",
      {"datastore": "etcd", "calicoctl_path": "calicoctl-not-installed-here"}, r"calicoctl_path:.*calicoctl-not-installed-here"),
     ("host-endpoints-invalid-token", "module:host_endpoint_migration", {"kubeconfig": "{invalid_kubeconfig}"},
-     r"^cannot read projectcalico.org/v3: GET /apis/projectcalico.org/v3: 401 Unauthorized"),
+     # the error mapper's one line: what was read, the API's status, the request, and what to do
+     r"^cannot read projectcalico.org/v3: API projectcalico.org/v3: 401 Unauthorized: .*\(GET /apis/projectcalico.org/v3\); "
+     r"the credentials were refused: renew the token"),
     # -- issue 18: the categories across the playbooks, each naming the variable and what it allows ----------------
     # enum values in the wrong case (Ansible's choices are case-sensitive: only the documented spelling is valid)
     ("kube-proxy-state-capitalised", "role:kube_proxy", {"kube_proxy_state": "Disabled"},
