@@ -1,6 +1,7 @@
 """Sentinels: one unique value planted in every secret-bearing input - the image pull secret, the licence, the
 etcd client key, certificate and CA, a bearer token given as K8S_AUTH_API_KEY, a Secret in a manifest given to
-manifest_apply (data and stringData), a Secret patched and created by merge_patch, a Secret dependent of an owner
+manifest_apply (data and stringData), a Secret patched (new data in the patch itself) and created by merge_patch, a
+Secret dependent of an owner
 whose references owner_references detaches and attaches again - and none of them may appear in anything the
 collection shows or writes, in plain text, base64 or JSON-escaped (``test_secrets.forms``):
 
@@ -9,6 +10,10 @@ collection shows or writes, in plain text, base64 or JSON-escaped (``test_secret
   forced error run (a document the module refuses, a patch the API server rejects - its 422 quotes the Secret -, a
   manifest without the etcd Secret, and for owner_references and the modules that only read the API server not
   reached or a bearer token it refuses);
+* the search fails when a redaction is removed (``test_the_sentinel_search_fails_when_a_redaction_is_removed``): each
+  redaction of the collection is cut out of a copy of it in turn (the module base's exits, Secret data in objects,
+  LicenseKey fields, merge_patch's Secret parts, Secrets quoted by API errors, the documents of upgrade_manifest, and
+  the known values of secret options under the others), and the same search finds the secret it protects;
 * every playbook (``playbooks/*.yml``, not ``playbooks/awx``) in ``--check --diff -vvvv`` with every secret input
   given and the bearer token (``test_secrets.py`` runs install_ebpf and upgrade for real, ``--diff -vvvv``, with
   the same search).
@@ -29,6 +34,7 @@ documents), the registered results of all of these, and in the error run merge_p
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -115,6 +121,7 @@ def plant():
         "manifest Secret data": s("manifest-data"),
         "manifest Secret stringData": s("manifest-stringdata"),
         "merge_patch Secret": s("merge-patch"),
+        "merge_patch Secret patch": s("merge-patch-data"),
         "owner_references Secret dependent": s("dependent"),
         "bad token": s("bad-token"),
     }
@@ -251,6 +258,11 @@ def modules_play(w, workdir, error=False, readers=True):
                                              "data": {"token": b64(s["merge_patch Secret"])}},
              "patch": ({"metadata": {"labels": {"sentinel": "yes"}}} if not error
                        else {"data": {"token": "not base64 %s" % s["merge_patch Secret"]}})}},
+        {"name": "merge_patch: new data in a Secret (the patch itself carries it)",
+         "calico_ops.lifecycle.merge_patch": {
+             "api_version": "v1", "resource": "secrets", "namespace": ns, "name": "patched",
+             "missing": "create", "create": {"apiVersion": "v1", "kind": "Secret", "type": "Opaque"},
+             "patch": {"data": {"rotated": b64(s["merge_patch Secret patch"])}}}},
         {"name": "merge_patch: the dependent Secret of owner_references",
          "calico_ops.lifecycle.merge_patch": {
              "api_version": "v1", "resource": "secrets", "namespace": ns, "name": "dependent",
@@ -344,7 +356,7 @@ def test_every_module_in_every_mode(cluster, world, tmp_path):
         found, data = channels("modules --%s" % mode, proc)
         assert data, "modules --%s: no JSON output\n%s\n%s" % (mode, proc.stdout[-3000:], proc.stderr[-3000:])
         tasks = [t for p in data["plays"] for t in p["tasks"]]
-        assert len(tasks) >= (19 if readers else 10), [t["task"]["name"] for t in tasks]
+        assert len(tasks) >= (20 if readers else 11), [t["task"]["name"] for t in tasks]
         texts.extend(found)
         written.extend(files_under(workdir))
 
@@ -429,3 +441,86 @@ def test_every_playbook_in_check_diff_vvvv(cluster, world, tmp_path, enterprise_
     assert any("Image pull secret" in t for t in ran["install_ebpf.yml"]), ran["install_ebpf.yml"]
     found = leaks(texts, written, secrets)
     assert found == [], "\n".join("%s <- %s" % f for f in found)
+
+
+# -- the search fails when a redaction is gone ----------------------------------------------------------------------
+# Each mutant removes redactions of the collection (edits: file, the exact text, what replaces it) in a copy of the
+# collection, runs the modules' play in its modes (``diff``: --diff -vvvv with writes; ``check``: --check --diff
+# -vvvv; ``error``: the forced error run, after a ``diff`` run made the objects it fails on) and must be caught: the
+# sentinel search finds the secret that redaction protects (in ``results``: only in the task results). Each edit must
+# apply exactly once, so a refactoring that moves the code makes this test fail instead of testing nothing.
+MODULE_EXITS = ("plugins/module_utils/k8s/module.py", "        _redact_exits(self.module, self.redactor)\n", "")
+SECRET_DATA = ("plugins/module_utils/k8s/redact.py", '    if obj.get("kind") == "Secret":\n        return True\n',
+               '    if obj.get("kind") == "Secret":\n        return False\n')
+KNOWN_VALUES = ("plugins/module_utils/k8s/redact.py",
+                "        if form in text:\n            text = text.replace(form, MARKER)\n", "        pass\n")
+LICENCE_FIELDS = ("plugins/module_utils/k8s/redact.py",
+                  '    "LicenseKey": (("spec", "token"), ("spec", "certificate")),\n', "")
+PATCH_PARTS = ("plugins/modules/merge_patch.py",
+               "                result[key] = redact_secret_parts(result[key])\n", "                pass\n")
+API_QUOTES = ("plugins/module_utils/k8s/errors.py",
+              'detail = redact_api_message(api_message(body), secret="/secrets" in (path or "").split("?")[0])',
+              "detail = api_message(body)")
+UPGRADE_DOCS = ("plugins/module_utils/upgrade/manifest.py",
+                'shown["data"] = dict((k, REDACTED) for k in new["data"])', 'shown["data"] = dict(new["data"])')
+MUTANTS = [
+    # (id, edits, modes, where, the secret, whether it must be found (False: the control, it must not))
+    ("module-base-exits", [MODULE_EXITS], ["diff"], "any", "manifest Secret data", True),
+    ("secret-data-in-objects", [SECRET_DATA], ["diff"], "any", "manifest Secret data", True),
+    ("licence-key-fields", [LICENCE_FIELDS], ["check"], "any", "license token", True),
+    ("merge-patch-secret-parts", [PATCH_PARTS], ["diff"], "any", "merge_patch Secret patch", True),
+    ("api-error-quotes", [API_QUOTES], ["diff", "error"], "any", "merge_patch Secret", True),
+    ("upgrade-manifest-documents", [UPGRADE_DOCS], ["diff"], "any", "etcd key", True),
+    # the known values of the module's secret options (every form: base64 too) are a second layer under the
+    # rules above: with the Secret rules of the results gone, it alone keeps the etcd key (base64 in the returned
+    # documents) out of the results; without it as well, the key is there
+    ("known-values-alone-keep-the-key-out", [SECRET_DATA, UPGRADE_DOCS], ["diff"], "results", "etcd key", False),
+    ("known-values-in-text", [SECRET_DATA, UPGRADE_DOCS, KNOWN_VALUES], ["diff"], "results", "etcd key", True),
+]
+MODE_ARGS = {"diff": ["--diff", "-vvvv"], "check": ["--check", "--diff", "-vvvv"], "error": ["--diff", "-vvvv"]}
+
+
+def mutated_collection(root, edits):
+    """A copy of the collection's plugins and metadata under ``root`` (an ANSIBLE_COLLECTIONS_PATH) with each edit
+    (path, original, replacement) made."""
+    dest = Path(root) / "ansible_collections" / "calico_ops" / "lifecycle"
+    dest.mkdir(parents=True)
+    for name in ("plugins", "meta"):
+        shutil.copytree(str(REPO_ROOT / name), str(dest / name), ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(str(REPO_ROOT / "galaxy.yml"), str(dest / "galaxy.yml"))
+    for path, original, replacement in edits:
+        target = dest / path
+        text = target.read_text()
+        assert text.count(original) == 1, "the mutation of %s no longer applies: %r" % (path, original)
+        target.write_text(text.replace(original, replacement))
+    return str(root)
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m[0] for m in MUTANTS])
+def test_the_sentinel_search_fails_when_a_redaction_is_removed(cluster, world, tmp_path, mutant):
+    """The sentinel search above, on a copy of the collection with redactions removed: it finds the secret the
+    removed redaction protects (and passes on the collection as it is: test_every_module_in_every_mode)."""
+    name, edits, modes, where, secret, must_leak = mutant
+    secrets = world["secrets"]
+    env = token_env(cluster, secrets["bearer token"], world["ca"])
+    env["ANSIBLE_COLLECTIONS_PATH"] = mutated_collection(tmp_path / "collections", edits)
+    found = []
+    for mode in modes:
+        workdir = tmp_path / mode
+        workdir.mkdir()
+        play = tmp_path / ("%s-play.yml" % mode)
+        play.write_text(yaml.safe_dump(modules_play(world, workdir, error=mode == "error", readers=mode == "error"),
+                                       sort_keys=False))
+        proc = run_playbook(play, workdir, env, {}, MODE_ARGS[mode])
+        texts, data = channels("modules --%s (%s)" % (mode, name), proc)
+        assert data, "no JSON output\n%s\n%s" % (proc.stdout[-3000:], proc.stderr[-3000:])
+        if where == "results":
+            texts = [t for t in texts if ": result of " in t[0]]
+            found += leaks(texts, [], secrets)
+        else:
+            found += leaks(texts, files_under(workdir), secrets)
+    hits = [where_ for where_, which in found if which == secret]
+    if must_leak:
+        assert hits, "with %s removed the search found no %r (found: %s)" % (name, secret, found)
+    else:
+        assert hits == [], "%s found in: %s" % (secret, hits)
