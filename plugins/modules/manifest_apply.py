@@ -108,6 +108,14 @@ not_established:
   returned: when wait_established
   type: list
   elements: str
+nudged:
+  description:
+    - CRDs whose names the API server had accepted but that it had not established 10 seconds into the wait (its
+      establishing queue is lost when it restarts in between, and only an update of the CRD refills it). Each got
+      an update event (an annotation set and removed again), which counts as a change.
+  returned: when wait_established
+  type: list
+  elements: str
 """
 
 import base64
@@ -170,10 +178,15 @@ def _apply(m):
     client = m.client(field_manager=p["field_manager"])
     results, changed = apply_documents(client, docs, p["field_manager"], force=p["force_conflicts"],
                                        check_mode=m.check_mode, namespace=p["namespace"], wait=p["wait_timeout"])
-    not_established = []
+    not_established, nudged = [], []
     if p["wait_established"] and not m.check_mode:
         crds = [r["name"] for r in results if r["kind"] == "CustomResourceDefinition"]
-        not_established = wait_crds_established(client, crds, p["wait_timeout"])
+        not_established, nudged = wait_crds_established(client, crds, p["wait_timeout"])
+    if nudged:
+        changed = True
+        m.module.warn("CustomResourceDefinitions whose names were accepted but that the API server had not "
+                      "established (as after an API server restart between the two): given an update event so it "
+                      "does: %s" % ", ".join(nudged))
     for r in results:
         if r.get("note"):
             m.module.warn("check mode: %s %s would be created; %s (an earlier step would install its CRD)"
@@ -188,6 +201,7 @@ def _apply(m):
                        for r in results if r["action"] != "unchanged"]
     if p["wait_established"]:
         out["not_established"] = not_established
+        out["nudged"] = nudged
         if not_established:
             m.fail("CustomResourceDefinitions not Established after %ss: %s"
                    % (p["wait_timeout"], ", ".join(not_established)), **out)

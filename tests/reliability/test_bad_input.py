@@ -146,6 +146,18 @@ CASES = [
      # the error mapper's one line: what was read, the API's status, the request, and what to do
      r"^cannot read projectcalico.org/v3: API projectcalico.org/v3: 401 Unauthorized: .*\(GET /apis/projectcalico.org/v3\); "
      r"the credentials were refused: renew the token"),
+    # disable_ebpf.yml (role ebpf_rollback, issue 22): each refused before any write, naming the variable
+    ("rollback-services-endpoint-unknown", "role:ebpf_rollback", {"ebpf_rollback_services_endpoint": "delete"},
+     r"ebpf_rollback_services_endpoint must be one of: keep, remove, got: delete"),
+    ("rollback-platform-upper-case", "role:ebpf_rollback", {"ebpf_rollback_platform": "EKS"},
+     r"ebpf_rollback_platform must be one of: auto, kubeadm, .*got: EKS"),
+    ("rollback-timeout-zero", "role:ebpf_rollback", {"ebpf_rollback_timeout": 0},
+     r"ebpf_rollback_timeout \(0\) and ebpf_rollback_poll_interval \(10\) must be positive"),
+    ("rollback-empty-node-selector", "role:ebpf_rollback", {"ebpf_rollback_kube_proxy_node_selector": {}},
+     r"ebpf_rollback_kube_proxy_node_selector: must name the nodeSelector"),
+    ("rollback-override-keeps-bpf", "role:ebpf_rollback",
+     {"ebpf_rollback_installation_spec": {"calicoNetwork": {"linuxDataplane": "BPF"}}},
+     r"ebpf_rollback_installation_spec.calicoNetwork.linuxDataplane: must be Iptables \(or unset\), got \"BPF\""),
     # -- issue 18: the categories across the playbooks, each naming the variable and what it allows ----------------
     # enum values in the wrong case (Ansible's choices are case-sensitive: only the documented spelling is valid)
     ("kube-proxy-state-capitalised", "role:kube_proxy", {"kube_proxy_state": "Disabled"},

@@ -120,6 +120,8 @@ def test_pull_secret_and_license_never_shown_nor_written(pristine_cluster, tmp_p
     written = files_under(run_dir)
     assert len(written) >= 3, written  # the artifacts and the report at least
     assert leaks([("stdout", res.stdout), ("stderr", res.stderr)], written, secrets) == []
+    # what the role wrote (downloaded release files, the edited custom resources, the report) is its user's only
+    assert [p for p in written if "/home/" not in p and os.stat(p).st_mode & 0o077] == []
 
 
 def test_etcd_key_never_shown_nor_written(cluster, install, service_account, tmp_path):  # noqa: F811
@@ -147,3 +149,7 @@ def test_etcd_key_never_shown_nor_written(cluster, install, service_account, tmp
     found = leaks([("stdout", res.stdout), ("stderr", res.stderr)] + [("record ConfigMap", r) for r in records],
                   written, {"etcd key": key.strip(), "etcd cert": cert.strip(), "etcd ca": ca.strip()})
     assert found == []
+    # the artifacts (downloaded manifest, the rendered upgrade.yaml) and records are the user's only
+    ours = (str(tmp_path / "vars-"), str(tmp_path / "ca.crt"))  # the test's inputs: variables, the token's CA
+    loose = [p for p in written if "/home/" not in p and os.stat(p).st_mode & 0o077 and not p.startswith(ours)]
+    assert loose == [], loose

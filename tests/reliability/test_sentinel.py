@@ -441,6 +441,10 @@ def test_every_playbook_in_check_diff_vvvv(cluster, world, tmp_path, enterprise_
     assert any("Image pull secret" in t for t in ran["install_ebpf.yml"]), ran["install_ebpf.yml"]
     found = leaks(texts, written, secrets)
     assert found == [], "\n".join("%s <- %s" % f for f in found)
+    # every file the roles wrote is for its user only (artifacts and downloads of real runs: test_secrets.py)
+    assert any("/report/" in p for p in written), written  # in check mode the roles write their reports only
+    loose = [p for p in written if "/home/.ansible/" not in p and os.stat(p).st_mode & 0o077]
+    assert loose == [], loose
 
 
 # -- the search fails when a redaction is gone ----------------------------------------------------------------------

@@ -287,16 +287,57 @@ def _result(doc, ns, action, before, after):
             "after": normalize(after) if after else {}}
 
 
-def wait_crds_established(client, names, timeout, interval=1.0):
-    """Wait until every named CRD has condition Established=True; return the names that are not."""
-    deadline = time.time() + timeout
+# An annotation set and removed again to give a CRD an update event (``wait_crds_established``)
+NUDGE_ANNOTATION = "lifecycle.calico-ops.io/establishing"
+
+
+def _condition(crd, kind):
+    for cond in (crd.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return cond
+    return {}
+
+
+def stuck_installing(crd):
+    """Whether a CRD's names are accepted but it is not Established: the API server's establishing controller
+    has it in an in-memory queue, filled only by an update event of the CRD; an API server that dies between the
+    two loses the queue, and a restarted one establishes the CRD only at its next update (or informer resync,
+    minutes later)."""
+    return (_condition(crd, "NamesAccepted").get("status") == "True"
+            and _condition(crd, "Established").get("status") != "True")
+
+
+def nudge_crd(client, name, clock=time.time):
+    """Give the CRD ``name`` an update event, leaving it as it was: an annotation set, then removed."""
+    path = "apiextensions.k8s.io/v1"
+    client.merge_patch(path, "customresourcedefinitions", name,
+                       {"metadata": {"annotations": {NUDGE_ANNOTATION: "%d" % clock()}}})
+    client.merge_patch(path, "customresourcedefinitions", name, {"metadata": {"annotations": {NUDGE_ANNOTATION: None}}})
+
+
+def wait_crds_established(client, names, timeout, interval=1.0, nudge_after=10.0, clock=time.time, sleep=time.sleep):
+    """Wait until every named CRD has condition Established=True; return ``(not_established, nudged)``: the names
+    that are not, and those that were nudged. A CRD whose names were accepted but that is still not Established
+    ``nudge_after`` seconds into the wait (the API server establishes a CRD within 5 s of accepting its names; one
+    that restarted in between does not, see ``stuck_installing``) gets an update event (``nudge_crd``), once."""
+    start = clock()
+    deadline = start + timeout
     pending = set(names)
+    nudged = []
     while pending:
         for crd in client.list("apiextensions.k8s.io/v1", "customresourcedefinitions"):
-            conds = (crd.get("status") or {}).get("conditions") or []
-            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
-                pending.discard(crd["metadata"]["name"])
-        if not pending or time.time() >= deadline:
+            name = crd["metadata"]["name"]
+            if name not in pending:
+                continue
+            if _condition(crd, "Established").get("status") == "True":
+                pending.discard(name)
+            elif name not in nudged and clock() - start >= nudge_after and stuck_installing(crd):
+                try:
+                    nudge_crd(client, name, clock)
+                except ClientError:
+                    continue  # not nudged: waited for as before (and tried again at the next poll)
+                nudged.append(name)
+        if not pending or clock() >= deadline:
             break
-        time.sleep(interval)
-    return sorted(pending)
+        sleep(interval)
+    return sorted(pending), nudged

@@ -243,3 +243,86 @@ def test_a_document_that_needs_an_object_the_call_creates_is_dry_run_after_that_
     with pytest.raises(ap.ApplyError, match="rejected 1 of 1"):
         ap.apply_documents(client, docs[1:], "calico-ops")
     assert writes(client) == []
+
+
+# -- waiting for CRDs: one the API server accepted but never established (it restarted in between) ---------------
+
+def _crd(name, names_accepted, established, reason="InitialNamesAccepted"):
+    conds = [{"type": "NamesAccepted", "status": names_accepted, "reason": reason}]
+    if established is not None:
+        conds.append({"type": "Established", "status": established,
+                      "reason": "InitialNamesAccepted" if established == "True" else "Installing"})
+    return {"metadata": {"name": name}, "status": {"conditions": conds}}
+
+
+class CrdClient:
+    """CRDs whose state the test sets; an update of one that is stuck Installing makes it Established, as the API
+    server's establishing controller does on the update event."""
+
+    def __init__(self, crds, establish_on_update=True):
+        self.crds = dict((c["metadata"]["name"], c) for c in crds)
+        self.establish_on_update = establish_on_update
+        self.patches = []
+
+    def list(self, api_version, plural):
+        assert (api_version, plural) == ("apiextensions.k8s.io/v1", "customresourcedefinitions")
+        return [copy.deepcopy(c) for c in self.crds.values()]
+
+    def merge_patch(self, api_version, plural, name, patch, namespace=None):
+        self.patches.append((name, patch))
+        if self.establish_on_update:
+            self.crds[name] = _crd(name, "True", "True")
+        return self.crds[name]
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def test_a_crd_stuck_installing_is_nudged_once_after_the_grace_and_then_established():
+    client = CrdClient([_crd("a.example.org", "True", "True"), _crd("b.example.org", "True", "False")])
+    clock = Clock()
+    pending, nudged = ap.wait_crds_established(client, ["a.example.org", "b.example.org"], 60, clock=clock,
+                                               sleep=clock.sleep)
+    assert pending == [] and nudged == ["b.example.org"]
+    # set, then removed again (the CRD is left as it was), 10 s into the wait and not before: the API server
+    # establishes a CRD within seconds on its own
+    assert client.patches == [
+        ("b.example.org", {"metadata": {"annotations": {ap.NUDGE_ANNOTATION: "1010"}}}),
+        ("b.example.org", {"metadata": {"annotations": {ap.NUDGE_ANNOTATION: None}}})]
+
+
+def test_established_crds_and_crds_whose_names_are_not_accepted_are_not_nudged():
+    client = CrdClient([_crd("a.example.org", "True", "True"), _crd("c.example.org", "False", "False", "NameConflict")])
+    clock = Clock()
+    pending, nudged = ap.wait_crds_established(client, ["a.example.org", "c.example.org"], 30, clock=clock,
+                                               sleep=clock.sleep)
+    assert pending == ["c.example.org"] and nudged == [] and client.patches == []
+
+
+def test_a_nudge_that_does_not_help_is_not_repeated_and_the_wait_times_out():
+    client = CrdClient([_crd("b.example.org", "True", "False")], establish_on_update=False)
+    clock = Clock()
+    pending, nudged = ap.wait_crds_established(client, ["b.example.org"], 40, clock=clock, sleep=clock.sleep)
+    assert pending == ["b.example.org"] and nudged == ["b.example.org"] and len(client.patches) == 2
+
+
+def test_a_refused_nudge_is_tried_again_at_the_next_poll():
+    class Refusing(CrdClient):
+        def merge_patch(self, *args, **kwargs):
+            if len(self.patches) == 0:
+                self.patches.append("refused")
+                raise ClientError("forbidden", status=403)
+            return CrdClient.merge_patch(self, *args, **kwargs)
+
+    client = Refusing([_crd("b.example.org", "True", "False")])
+    clock = Clock()
+    pending, nudged = ap.wait_crds_established(client, ["b.example.org"], 60, clock=clock, sleep=clock.sleep)
+    assert pending == [] and nudged == ["b.example.org"] and client.patches[0] == "refused"
