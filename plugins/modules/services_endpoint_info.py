@@ -179,13 +179,19 @@ problems:
   elements: dict
   sample: [{field: services_endpoint_allow_ip, message: "services_endpoint_allow_ip: the API server host would be the IP address 10.0.0.5 ..."}]
 configmap:
-  description: The namespace and ConfigMap as they are - C(namespace_exists), C(exists), C(data), C(up_to_date).
+  description:
+    - The namespace and ConfigMap as they are - C(namespace_exists), C(exists), C(data), C(up_to_date), and
+      C(written_at), when it was last written (the latest time of its managed fields).
   returned: when O(gather) has V(configmap)
   type: dict
 operator:
   description:
     - The operator's Deployment (C(exists), C(rolled_out), C(line) quoting its status and conditions) and pods
       (C(pods), C(pod_lines)); C(restart) when O(previous_pods) is given.
+    - With O(gather) V(configmap) too, C(started_before_configmap), the pods created before the ConfigMap was last
+      written (the operator reads it through C(envFrom) when it starts, so these run with an older endpoint), and
+      C(restart_pending), true when there are any (a run cut between the ConfigMap and the operator's restart
+      leaves them; the services_endpoint role restarts them).
   returned: when O(gather) has V(operator)
   type: dict
 api_requests:

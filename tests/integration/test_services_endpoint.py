@@ -166,6 +166,37 @@ def test_operator_restarted_only_when_the_configmap_changes(cluster, ansible, op
     assert [p["metadata"]["uid"] for p in operator_pods(cluster, ns)] != [second]
 
 
+def test_a_rerun_after_a_run_cut_before_the_restart_restarts_the_operator(cluster, ansible, operator):
+    """The run is killed (SIGKILL, the whole process tree) right after it wrote the ConfigMap, before it deleted the
+    operator pod: the pod runs with the old endpoint. The re-run finds the ConfigMap unchanged and still restarts
+    the operator (its pod started before the ConfigMap's last write), saying why; a third run writes nothing."""
+    from test_install_ebpf import _kill_at_write  # the audit-log watcher of the install's interruption test
+
+    ns = operator
+    first = operator_pods(cluster, ns)[0]["metadata"]["uid"]
+    common = dict(services_endpoint_platform="kubeadm", services_endpoint_namespace=ns,
+                  services_endpoint_host="api-cut.example.com")
+    mark = cluster.audit.mark()
+    proc = ansible.start(PLAYBOOK, extra_vars=common)
+    assert _kill_at_write(cluster, proc, mark, "configmaps", "kubernetes-services-endpoint"), \
+        "services_endpoint.yml ended before it wrote the ConfigMap"
+    assert configmap(cluster, ns)["data"][HOST_KEY] == "api-cut.example.com"
+    assert [p["metadata"]["uid"] for p in operator_pods(cluster, ns)] == [first], "the cut came after the restart"
+
+    res = ansible.playbook(PLAYBOOK, extra_vars=common, callback="default")
+    assert res.rc == 0, res.stdout[-4000:]
+    assert "ConfigMap %s/kubernetes-services-endpoint" % ns in res.stdout and "unchanged" in res.stdout
+    assert "restarted (" in res.stdout and "had started before the ConfigMap was last written" in res.stdout, \
+        res.stdout[-3000:]
+    pods = operator_pods(cluster, ns)
+    assert first not in [p["metadata"]["uid"] for p in pods] and len(pods) == 1 and ready(pods[0])
+
+    mark = cluster.audit.mark()
+    again = run(ansible, **common)
+    assert_ok(again)
+    assert again.changed() == 0 and cluster.audit.writes_since(mark) == []
+
+
 def test_no_restart_when_asked_not_to(cluster, ansible, operator):
     before = [p["metadata"]["uid"] for p in operator_pods(cluster, operator)]
     res = run(ansible, services_endpoint_platform="kubeadm", services_endpoint_namespace=operator,

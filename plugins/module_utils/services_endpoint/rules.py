@@ -358,3 +358,24 @@ def restart_progress(pods, previous):
     line = "operator pods: %s" % (", ".join(pod_line(p) for p in pods) or "none")
     return {"restarted": bool(new_ready) and not old_left, "new_ready": new_ready, "old_left": old_left,
             "line": line}
+
+
+def configmap_written_at(cm):
+    """When the ConfigMap was last written (RFC 3339, UTC, whole seconds): the latest ``time`` of its managedFields
+    (each writer's last change), else its creationTimestamp; None for no ConfigMap."""
+    if not cm:
+        return None
+    meta = cm.get("metadata") or {}
+    times = [f.get("time") for f in meta.get("managedFields") or [] if f.get("time")]
+    return max(times) if times else meta.get("creationTimestamp")
+
+
+def pods_started_before(pods, written_at):
+    """The operator pods created before ``written_at`` (a pod reads the ConfigMap through ``envFrom`` when it
+    starts, so these run with an older endpoint): their names. A pod being deleted is not counted. Timestamps of the
+    same format compare as strings; a pod created in the same second as the write is taken as having read it."""
+    if not written_at:
+        return []
+    return sorted((p.get("metadata") or {}).get("name") for p in pods
+                  if not (p.get("metadata") or {}).get("deletionTimestamp")
+                  and ((p.get("metadata") or {}).get("creationTimestamp") or written_at) < written_at)

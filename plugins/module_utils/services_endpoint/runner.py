@@ -77,6 +77,7 @@ def run_services_endpoint_info(client, server_url, platform="auto", host=None, p
         if result.get("data") is not None:
             result["configmap"]["up_to_date"] = current is not None and all(
                 current.get(k) == v for k, v in result["data"].items())
+        result["configmap"]["written_at"] = rules.configmap_written_at(cm)
     if "operator" in gather:
         dep = client.get("apps/v1", "deployments", operator_deployment, namespace=namespace)
         pods = client.list("v1", "pods", namespace=namespace, label_selector=operator_selector)
@@ -88,6 +89,12 @@ def run_services_endpoint_info(client, server_url, platform="auto", host=None, p
             "pods": sorted((p.get("metadata") or {}).get("name") for p in pods),
             "pod_lines": [rules.pod_line(p) for p in pods],
         }
+        if "configmap" in gather:
+            # pods started before the ConfigMap's last write run with an older endpoint (a run cut between the
+            # ConfigMap and the restart leaves them): the role restarts them even when the ConfigMap is unchanged
+            stale = rules.pods_started_before(pods, result["configmap"]["written_at"])
+            result["operator"]["started_before_configmap"] = stale
+            result["operator"]["restart_pending"] = bool(stale)
         if previous_pods is not None:
             result["operator"]["restart"] = rules.restart_progress(pods, previous_pods)
     result["api_requests"] = dict(client.requests)

@@ -358,3 +358,31 @@ def test_pod_ready_needs_the_ready_condition():
 
 def test_restart_names_the_new_pod():
     assert r.restart_progress([pod("op-new")], ["op-old"])["new_ready"] == ["op-new"]
+
+
+# -- operator pods that started before the ConfigMap's last write (a run cut before its restart) -------------------
+
+def _cm(created, *times):
+    return {"metadata": {"name": "kubernetes-services-endpoint", "creationTimestamp": created,
+                         "managedFields": [{"manager": m, "time": t} for m, t in zip(("calico-ops", "kubectl"), times)]}}
+
+
+def _pod(name, created, deleting=False):
+    meta = {"name": name, "creationTimestamp": created}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-11-26T10:00:00Z"
+    return {"metadata": meta}
+
+
+def test_the_configmap_was_written_at_its_latest_managed_fields_time():
+    assert r.configmap_written_at(_cm("2026-11-26T08:00:00Z", "2026-11-26T09:00:00Z", "2026-11-26T09:30:00Z")) \
+        == "2026-11-26T09:30:00Z"
+    assert r.configmap_written_at(_cm("2026-11-26T08:00:00Z")) == "2026-11-26T08:00:00Z"
+    assert r.configmap_written_at(None) is None
+
+
+def test_pods_created_before_the_last_write_run_with_an_older_endpoint():
+    pods = [_pod("old", "2026-11-26T09:00:00Z"), _pod("same-second", "2026-11-26T09:30:00Z"),
+            _pod("new", "2026-11-26T09:31:00Z"), _pod("going", "2026-11-26T08:00:00Z", deleting=True)]
+    assert r.pods_started_before(pods, "2026-11-26T09:30:00Z") == ["old"]
+    assert r.pods_started_before(pods, None) == []
