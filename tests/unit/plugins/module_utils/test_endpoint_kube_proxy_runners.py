@@ -81,8 +81,9 @@ def test_endpoint_detects_eks_from_the_nodes():
     assert out["server"]["ip"] is False
     assert out["configmap"] == {"namespace": "tigera-operator", "namespace_exists": False,
                                 "name": "kubernetes-services-endpoint", "exists": False, "data": None,
-                                "up_to_date": False}
+                                "up_to_date": False, "written_at": None}
     assert out["operator"]["exists"] is False
+    assert out["operator"]["restart_pending"] is False
     assert c.requests["write"] == 0
 
 
@@ -115,14 +116,16 @@ def test_endpoint_configmap_up_to_date_and_operator_restart():
     t = Transport({
         ns: {"metadata": {"name": "tigera-operator"}},
         ns + "/configmaps/kubernetes-services-endpoint": {
-            "metadata": {"name": "kubernetes-services-endpoint"},
+            "metadata": {"name": "kubernetes-services-endpoint", "creationTimestamp": "2026-11-26T08:00:00Z",
+                         "managedFields": [{"manager": "calico-ops", "time": "2026-11-26T09:00:00Z"}]},
             "data": {"KUBERNETES_SERVICE_HOST": "lb.example.com", "KUBERNETES_SERVICE_PORT": "6443"}},
         "/apis/apps/v1/namespaces/tigera-operator/deployments/tigera-operator": {
             "metadata": {"name": "tigera-operator", "namespace": "tigera-operator", "generation": 1},
             "spec": {"replicas": 1},
             "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1,
                        "availableReplicas": 1}},
-        ns + "/pods/op-2": {"metadata": {"name": "op-2", "labels": {"k8s-app": "tigera-operator"}},
+        ns + "/pods/op-2": {"metadata": {"name": "op-2", "labels": {"k8s-app": "tigera-operator"},
+                                         "creationTimestamp": "2026-11-26T09:00:05Z"},
                             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
     })
     out = run_services_endpoint_info(client(t), "https://lb.example.com:6443", platform="kubeadm",
@@ -131,6 +134,9 @@ def test_endpoint_configmap_up_to_date_and_operator_restart():
     assert out["operator"]["rolled_out"] is True
     assert out["operator"]["pods"] == ["op-2"]
     assert out["operator"]["restart"]["restarted"] is True
+    # the new pod started after the ConfigMap's last write: it runs with this endpoint
+    assert out["configmap"]["written_at"] == "2026-11-26T09:00:00Z"
+    assert out["operator"]["started_before_configmap"] == [] and out["operator"]["restart_pending"] is False
 
 
 # -- kube_proxy_info --------------------------------------------------------------------------------------------------
