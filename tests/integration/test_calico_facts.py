@@ -5,6 +5,7 @@ checked, and removed: one control plane serves the whole run. The module must re
 audit log) and make few requests.
 """
 
+import json
 import os
 
 import pytest
@@ -118,9 +119,16 @@ def test_operator_install(cluster, ansible, install):
     assert before["facts"]["tigerastatus"]["installed"] is True
     cluster.kubectl("scale", "deployment", "tigera-operator", "-n", "tigera-operator", "--replicas=1")
     cluster.wait_for_process("tigera-operator", "v1.36.16", timeout=120)
-    cluster.wait_for(lambda: ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
-                              .get("status") or {}).get("calicoVersion") == OPERATOR_SOURCE,
-                     timeout=240, interval=2, what="the real operator reporting %s" % OPERATOR_SOURCE)
+    try:
+        cluster.wait_for(lambda: ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
+                                  .get("status") or {}).get("calicoVersion") == OPERATOR_SOURCE,
+                         timeout=240, interval=2, what="the real operator reporting %s" % OPERATOR_SOURCE)
+    except AssertionError as exc:  # seen once in a full run (not alone): say what the operator reported and said
+        status = [(t["metadata"]["name"], (t.get("status") or {}).get("conditions")) for t in json.loads(
+            cluster.kubectl("get", "tigerastatus", "-o", "json", check=False).stdout or '{"items": []}')["items"]]
+        raise AssertionError("%s; Installation status %s; TigeraStatus %s\n%s" % (
+            exc, (get(cluster, "operator.tigera.io/v1", "Installation", "default") or {}).get("status"), status,
+            cluster.process_log_tail("tigera-operator")))
     cluster.wait_for(lambda: any(c.get("type") == "Available" and c.get("status") == "True" for c in (
         (get(cluster, "operator.tigera.io/v1", "TigeraStatus", "calico") or {}).get("status") or {}).get(
         "conditions") or []), timeout=120, interval=2, what="TigeraStatus calico Available")

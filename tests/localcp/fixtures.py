@@ -68,6 +68,18 @@ class Cluster:
         (``tigera-operator``, ``calico-kube-controllers``, ``calico-apiserver``) or all."""
         return [p for p in self.cp.processes() if component is None or p["component"] == component]
 
+    def process_log_tail(self, component: str, lines: int = 30) -> str:
+        """The last ``lines`` of the log of each process of ``component`` the pod runner runs now (for a failure
+        message: what the real component said)."""
+        out = []
+        for p in self.processes(component):
+            try:
+                text = Path(p["log"]).read_text(errors="replace").splitlines()[-lines:]
+            except (KeyError, OSError):
+                continue
+            out.append("--- %s (%s):\n%s" % (p.get("log"), p.get("version"), "\n".join(text)))
+        return "\n".join(out) or "(no %s process)" % component
+
     def wait_for_process(self, component: str, version: str | None = None, timeout: float = 120) -> dict:
         """Wait until the pod runner runs ``component`` (at ``version``) with a live pid; return its entry."""
         def running():
