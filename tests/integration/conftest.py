@@ -13,7 +13,7 @@ Without xdist (a plain ``pytest tests/integration``) the order is this one, long
 
 import pytest
 
-PER_TEST = {"test_upgrade.py", "test_ebpf_paths.py", "test_faults.py"}
+PER_TEST = {"test_upgrade.py", "test_ebpf_paths.py", "test_faults.py", "test_datastore_migration.py"}
 
 DEFAULT_WEIGHT = 30
 
@@ -51,6 +51,11 @@ TEST_WEIGHTS = {
     "test_real_calicoctl_reads_the_etcd_datastore_after_the_upgrade": 150,
     "test_the_mix_the_operator_refuses_is_refused_before_any_write": 120,
     "test_manifest_upgrade": 110,
+    # test_datastore_migration.py (2026-11-26, measured beside a full run: ~120 s per whole migration)
+    "test_migrates_etcd_to_the_kubernetes_datastore_in_the_documented_order": 170,
+    "test_a_rerun_after_an_import_cut_short_removes_it_and_finishes": 160,
+    "test_abort_after_the_switch_puts_calico_back_on_etcd_unlocked": 150,
+    "test_refuses_calico_resources_it_did_not_import_before_any_write": 40,
 }
 
 

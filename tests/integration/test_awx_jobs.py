@@ -272,7 +272,8 @@ def test_every_job_template_is_run_by_a_test_here(templates):
     """A new job template in configure.yml needs a test of its own in this file."""
     covered = {"playbooks/preflight.yml", "playbooks/services_endpoint.yml", "playbooks/kube_proxy.yml",
                "playbooks/install_ebpf.yml", "playbooks/enable_ebpf.yml", "playbooks/owner_references.yml",
-               "playbooks/migrate_host_endpoints.yml", "playbooks/upgrade.yml", "playbooks/disable_ebpf.yml"}
+               "playbooks/migrate_host_endpoints.yml", "playbooks/upgrade.yml", "playbooks/disable_ebpf.yml",
+               "playbooks/migrate_datastore.yml"}
     assert set(templates) == covered
 
 
@@ -521,3 +522,33 @@ def test_upgrade_job_manifest_install(cluster, awx_job):
         assert job.stats["changed"].get("localhost", 0) > 0
     finally:
         install.cleanup()
+
+
+def test_migrate_datastore_job(cluster, awx_job, credential, tmp_path):
+    """The migration as an AWX job: calicoctl reaches the Kubernetes datastore with the credential's bearer token (no
+    kubeconfig in the job), which is in no output and in no file once the job ends; the ServiceAccount of
+    docs/rbac.yml does the writes."""
+    from test_datastore_migration import Migration
+    m = Migration(cluster, tmp_path).setup()
+    try:
+        with CalicoNodeStandIn(cluster) as node:
+            cluster.wait_for(lambda: m.cluster_version() == "v3.31.4", timeout=60, interval=0.5,
+                             what="calico-node's ClusterInformation in etcd")
+            job = awx_job("playbooks/migrate_datastore.yml",
+                          {"datastore_migration_calicoctl": m.calicoctl, "datastore_migration_timeout": 120},
+                          inventory_vars={"datastore_migration_record_name": m.record,
+                                          "datastore_migration_poll_interval": 1})
+            job.assert_successful()
+        assert not node.errors, node.errors
+        assert m.node_env().get("DATASTORE_TYPE") == "kubernetes"
+        assert m.record_data()["phase"] == "done" and not m.locked("kdd")
+        writes = writes_by_the_service_account(cluster, job)
+        assert any(w["objectRef"].get("resource") == "ippools" for w in writes), [w["objectRef"] for w in writes]
+        assert job.artifacts["calico_datastore_migration"]["datastore"] == "kubernetes"
+        # the token went into calicoctl's configuration for the run only: no file of the job's home holds it
+        # (the fixture checked the job's output and events)
+        left = [p for p in (Path(job.private_data_dir) / "home").rglob("*") if p.is_file()]
+        assert any(p.name == "etcd-data" for p in left), left  # the export is kept
+        assert not [p for p in left if credential["bearer_token"] in p.read_text(errors="replace")], left
+    finally:
+        m.cleanup()

@@ -158,6 +158,21 @@ CASES = [
     ("rollback-override-keeps-bpf", "role:ebpf_rollback",
      {"ebpf_rollback_installation_spec": {"calicoNetwork": {"linuxDataplane": "BPF"}}},
      r"ebpf_rollback_installation_spec.calicoNetwork.linuxDataplane: must be Iptables \(or unset\), got \"BPF\""),
+    # migrate_datastore.yml (role datastore_migration, issue 22): each refused before any write, naming the variable
+    ("migrate-datastore-etcd-flavor", "role:datastore_migration", {"datastore_migration_manifest": "calico-etcd.yaml"},
+     r"datastore_migration_manifest must be one of: calico.yaml, calico-typha.yaml, canal.yaml, "
+     r"calico-policy-only.yaml, got: calico-etcd.yaml"),
+    ("migrate-datastore-endpoint-no-scheme", "role:datastore_migration",
+     {"datastore_migration_etcd_endpoints": ["https://10.0.0.1:2379", "10.0.0.2:2379"]},
+     r"datastore_migration_etcd_endpoints: each must be an http:// or https:// URL, got: 10.0.0.2:2379$"),
+    ("migrate-datastore-key-without-cert", "role:datastore_migration",
+     {"datastore_migration_etcd_key": "-----BEGIN PRIVATE KEY-----\nbad-input-key\n-----END PRIVATE KEY-----"},
+     r"datastore_migration_etcd_key and datastore_migration_etcd_cert: give both \(PEM text\) or neither; only the "
+     r"key was given$"),
+    ("migrate-datastore-version-short", "role:datastore_migration", {"datastore_migration_version": "3.31"},
+     r"datastore_migration_version: empty \(calico-node's image tag\) or vX.Y.Z, got: 3.31"),
+    ("migrate-datastore-timeout-zero", "role:datastore_migration", {"datastore_migration_timeout": 0},
+     r"datastore_migration_timeout \(0\) and datastore_migration_poll_interval \(5\) must be positive"),
     # -- issue 18: the categories across the playbooks, each naming the variable and what it allows ----------------
     # enum values in the wrong case (Ansible's choices are case-sensitive: only the documented spelling is valid)
     ("kube-proxy-state-capitalised", "role:kube_proxy", {"kube_proxy_state": "Disabled"},

@@ -190,8 +190,10 @@ class FakeDynamic(object):
                 if group:  # built-in types come without apiVersion/kind in a list, custom resources with them
                     o["apiVersion"], o["kind"] = api_version, kind
                 out.append(o)
-            return {"kind": kind + "List", "apiVersion": api_version, "items": out,
-                    "metadata": {"resourceVersion": str(self.rv), "continue": str(start + limit) if more else None}}
+            meta = {"resourceVersion": str(self.rv), "continue": str(start + limit) if more else None}
+            if more and not selector:  # as the API server: the count left, for an unfiltered list only
+                meta["remainingItemCount"] = len(items) - start - limit
+            return {"kind": kind + "List", "apiVersion": api_version, "items": out, "metadata": meta}
         current = store.get((namespace, name)) if name else None
         if method == "GET":
             if current is None:
