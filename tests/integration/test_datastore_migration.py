@@ -309,6 +309,12 @@ def test_abort_after_the_switch_puts_calico_back_on_etcd_unlocked(cluster, ansib
     mark = cluster.audit.mark()
     run(ansible, m.variables(datastore_migration_abort=True))
     assert cluster.audit.writes_since(mark) == []
+    # a new migration after the way back starts a fresh record: it keeps the etcd-era workloads of its own time
+    run(ansible, m.variables())
+    assert m.node_env().get("DATASTORE_TYPE") == "kubernetes" and not m.locked("kdd")
+    era = json.loads(m.record_data()["etcd_era"])
+    node = [c for c in era[0]["spec"]["template"]["spec"]["containers"] if c["name"] == "calico-node"][0]
+    assert "DATASTORE_TYPE" not in [e["name"] for e in node.get("env") or []], node.get("env")
 
 
 def test_refuses_calico_resources_it_did_not_import_before_any_write(cluster, ansible, migration):
