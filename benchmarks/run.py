@@ -7,6 +7,8 @@ Jobs (the objects and plays of benchmarks/preflight.py, owner_references.py and 
 * owner_references: detach + attach over N dependents (owners re-created in between); naive: k8s_info + one
   kubernetes.core.k8s merge patch per dependent and phase;
 * host_endpoint_migration: N old host endpoints on N kwok nodes; naive: one k8s task per endpoint and step;
+* datastore_migration: playbooks/migrate_datastore.yml (etcd -> Kubernetes datastore, real calicoctl) with N nodes
+  (one Calico Node each in etcd); naive: Calico's documented command sequence scripted (DatastoreMigration);
 * install_ebpf: playbooks/install_ebpf.yml (open source, release mirror) on a cluster without Calico, with
   ``ebpf_install_wait: false`` (TigeraStatus is read once, not waited for) and the time of every task whose
   name says "wait" (the CRDs Established wait) subtracted; naive: kubernetes.core.k8s ``src:`` of the same
@@ -60,7 +62,7 @@ from common import control_plane  # noqa: E402
 from localcp.fixtures import Ansible, Cluster, collections_path  # noqa: E402
 
 RESULTS = HERE / "results"
-ALL_JOBS = ("preflight", "owner_references", "host_endpoint_migration", "install_ebpf", "upgrade")
+ALL_JOBS = ("preflight", "owner_references", "host_endpoint_migration", "install_ebpf", "upgrade", "datastore_migration")
 PREFLIGHT_MAX_NODES = 2000
 
 
@@ -557,8 +559,91 @@ class Upgrade(InstallEbpf):
             self.inst.cleanup()
 
 
+MIGRATE_NAIVE = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Lock the etcd datastore
+      ansible.builtin.command: "{{ calicoctl }} datastore migrate lock --config {{ etcd_cfg }}"
+    - name: Export it
+      ansible.builtin.shell: "{{ calicoctl }} datastore migrate export --config {{ etcd_cfg }} > {{ dir }}/etcd-data"
+    - name: Import it
+      ansible.builtin.command: "{{ calicoctl }} datastore migrate import -f {{ dir }}/etcd-data --config {{ kdd_cfg }}"
+    - name: Apply calico.yaml
+      ansible.builtin.command: "{{ kubectl }} --kubeconfig {{ kubeconfig }} apply -f {{ manifest_url }}/{{ version }}/manifests/calico.yaml"
+    - name: Wait for the rollout of calico-node
+      ansible.builtin.command: "{{ kubectl }} --kubeconfig {{ kubeconfig }} -n kube-system rollout status ds/calico-node --timeout=600s"
+    - name: Unlock the Kubernetes datastore
+      ansible.builtin.command: "{{ calicoctl }} datastore migrate unlock --config {{ kdd_cfg }}"
+"""
+
+
+class DatastoreMigration(InstallEbpf):
+    """playbooks/migrate_datastore.yml on a manifest install (calico-etcd.yaml v3.31.4 on the control plane's own
+    etcd) holding the seed of tests/integration/test_datastore_migration.py and one Calico Node per Kubernetes
+    node (N nodes), with real calicoctl; calico-node's ClusterInformation report played by its stand-in; the time
+    of the tasks named "wait" (calico-node's rollout) subtracted. Naive: Calico's documented sequence scripted
+    (calicoctl lock, export, import, kubectl apply calico.yaml, rollout status, unlock), without the preflight,
+    records and verification. calicoctl's requests to etcd do not reach the audit log (etcd has none); its requests
+    to the API server do (user admin)."""
+    unit = "nodes (whole migration)"
+
+    def size(self, n):
+        return n
+
+    def setup(self, n):
+        self.n = n
+        have = len(json.loads(self.cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"])
+        self.specs = []
+        if have < n:
+            self.specs, _expected = pf_bench.specs(self.cluster, n - have, os.urandom(2).hex())
+            self.cluster.add_nodes(self.specs, timeout=1800)
+
+    def teardown(self):
+        if self.specs:
+            self.cluster.remove_nodes([s["metadata"]["name"] for s in self.specs])
+
+    def _migration(self, rep):
+        import calico_support as cs
+        from test_datastore_migration import Migration
+        d = self.workdir / ("migration-%d-%s" % (rep, os.urandom(2).hex()))
+        d.mkdir()
+        m = Migration(self.cluster, d).setup(nodes=self.n)
+        return cs, m
+
+    def _run(self, rep, play, variables, what):
+        cs, mig = self._migration(rep)
+        try:
+            with cs.CalicoNodeStandIn(self.cluster):
+                self.cluster.wait_for(lambda: mig.cluster_version() == "v3.31.4", timeout=120,
+                                      what="calico-node's ClusterInformation in etcd")
+                m = self._excluding_waits(timed_play(self.cluster, self.ansible, play, variables(mig), what=what))
+                rerun = (timed_play(self.cluster, self.ansible, play, variables(mig), what=what + " re-run")
+                         if play == "playbooks/migrate_datastore.yml" else None)
+            assert mig.node_env().get("DATASTORE_TYPE") == "kubernetes" and not mig.locked("kdd")
+            assert len(mig.objects("nodes", "kdd")) >= self.n
+            m["changed"] = written_objects(m)
+            return m, rerun
+        finally:
+            mig.cleanup()
+
+    def ours(self, rep):
+        return self._run(rep, "playbooks/migrate_datastore.yml",
+                         lambda mig: mig.variables(datastore_migration_timeout=600), "migrate_datastore.yml")
+
+    def naive(self, rep):
+        def variables(mig):
+            return {"calicoctl": mig.calicoctl, "etcd_cfg": str(mig.etcd_cfg), "kdd_cfg": str(mig.kdd_cfg),
+                    "dir": str(mig.tmp), "kubeconfig": str(self.cluster.kubeconfig),
+                    "kubectl": self.cluster.bin("kubectl"),
+                    "manifest_url": self.cluster.mirror_url, "version": "v3.31.4"}
+        return self._run(rep, MIGRATE_NAIVE, variables, "naive migration")[0]
+
+
 JOBS = {"preflight": Preflight, "owner_references": OwnerReferences,
-        "host_endpoint_migration": HostEndpointMigration, "install_ebpf": InstallEbpf, "upgrade": Upgrade}
+        "host_endpoint_migration": HostEndpointMigration, "install_ebpf": InstallEbpf, "upgrade": Upgrade,
+        "datastore_migration": DatastoreMigration}
 
 
 # -- orchestration ------------------------------------------------------------------------------------------
@@ -759,6 +844,13 @@ What each naive job does (the plays are in benchmarks/*.py):
   counted. For install_ebpf and upgrade
   "objects changed" is the number of distinct objects written, N is the cluster's node count and there is one
   size only (no plot).
+- datastore_migration: calico-etcd.yaml v3.31.4 on the control plane's etcd, migrated to the Kubernetes datastore
+  with real calicoctl, N nodes each with a Calico Node in etcd. Naive: Calico's documented commands scripted
+  (calicoctl lock, export, import; `kubectl apply -f calico.yaml`; `kubectl rollout status`; calicoctl unlock),
+  without ours' preflight, record, per-kind verification (every kind read from both datastores), carrying of the
+  staged policies the export misses, or field handover. calicoctl's requests to the API server are counted (user
+  admin); its etcd requests are not (etcd keeps no audit log). The time of the tasks named "wait" (calico-node's
+  rollout) is subtracted from both; "objects changed" is the number of distinct objects written.
 
 """
 

@@ -121,15 +121,30 @@ def test_operator_install(cluster, ansible, install):
     assert before["facts"]["tigerastatus"]["installed"] is True
     cluster.kubectl("scale", "deployment", "tigera-operator", "-n", "tigera-operator", "--replicas=1")
     cluster.wait_for_process("tigera-operator", "v1.36.16", timeout=120)
+
+    def reported():
+        return ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
+                .get("status") or {}).get("calicoVersion") == OPERATOR_SOURCE
     try:
-        cluster.wait_for(lambda: ((get(cluster, "operator.tigera.io/v1", "Installation", "default") or {})
-                                  .get("status") or {}).get("calicoVersion") == OPERATOR_SOURCE,
-                         timeout=240, interval=2, what="the real operator reporting %s" % OPERATOR_SOURCE)
-    except AssertionError as exc:  # seen once in a full run (not alone): say what the operator reported and said
+        cluster.wait_for(reported, timeout=120, interval=2, what="the real operator reporting %s" % OPERATOR_SOURCE)
+    except AssertionError:
+        # Seen in full runs only (2 CPUs saturated), never alone: operator v1.36.16 logs at start that the kinds of
+        # its CRDs are not served yet ("if kind is a CRD, it should be installed before calling Start", the ECK
+        # groups "could not find the requested resource") and then nothing more - its controllers never start, and
+        # the Installation gets no status. A pod restart is what gets it going again (its CRDs are served by then);
+        # the harness has no liveness probe to do it, so the test does, once, and says so.
+        print("[test_operator_install] the operator v1.36.16 reported nothing in 120 s; its log:\n%s\n"
+              "restarting its pod once" % cluster.process_log_tail("tigera-operator"))
+        cluster.kubectl("delete", "pod", "-n", "tigera-operator", "-l", "k8s-app=tigera-operator", "--wait=true")
+        cluster.wait_for_process("tigera-operator", "v1.36.16", timeout=120)
+    try:
+        cluster.wait_for(reported, timeout=240, interval=2, what="the real operator reporting %s" % OPERATOR_SOURCE)
+    except AssertionError as exc:  # say what the operator reported and said
         status = [(t["metadata"]["name"], (t.get("status") or {}).get("conditions")) for t in json.loads(
             cluster.kubectl("get", "tigerastatus", "-o", "json", check=False).stdout or '{"items": []}')["items"]]
-        raise AssertionError("%s; Installation status %s; TigeraStatus %s\n%s" % (
-            exc, (get(cluster, "operator.tigera.io/v1", "Installation", "default") or {}).get("status"), status,
+        inst = get(cluster, "operator.tigera.io/v1", "Installation", "default")
+        raise AssertionError("%s; Installation %s; TigeraStatus %s\n%s" % (
+            exc, "absent" if inst is None else "status %s" % inst.get("status"), status,
             cluster.process_log_tail("tigera-operator")))
     cluster.wait_for(lambda: any(c.get("type") == "Available" and c.get("status") == "True" for c in (
         (get(cluster, "operator.tigera.io/v1", "TigeraStatus", "calico") or {}).get("status") or {}).get(

@@ -79,7 +79,8 @@ class Migration:
                        datastore=datastore)
         return json.loads(out.stdout).get("items") or []
 
-    def setup(self):
+    def setup(self, nodes=3):
+        """``nodes``: how many Kubernetes nodes get a Calico Node in etcd (the benchmark seeds every node)."""
         wipe_calico(self.cluster)
         wipe_calico_etcd(self.etcd)
         delete_calico_crds(self.cluster)
@@ -93,8 +94,8 @@ class Migration:
         self.install.files.append((VERSION, "calico-etcd.yaml"))
         self.install.forget_later(VERSION, "calico.yaml")
         self.cluster.apply(yaml.safe_dump_all(docs), server_side=False)  # as users do: kubectl apply -f
-        nodes = [n["metadata"]["name"] for n in self.cluster.k8s.resources.get(api_version="v1", kind="Node")
-                 .get().to_dict()["items"]][:3]
+        nodes = sorted(n["metadata"]["name"] for n in self.cluster.k8s.resources.get(api_version="v1", kind="Node")
+                       .get().to_dict()["items"])[:nodes]
         self.nodes = nodes
         seed = [
             {"kind": "IPPool", "metadata": {"name": "pool-a"},
@@ -122,7 +123,7 @@ class Migration:
         # host knows itself, with the k8s orchestrator reference the export renames them by
         for i, name in enumerate(nodes):
             seed.append({"kind": "Node", "metadata": {"name": "host-%d.example" % i},
-                         "spec": {"bgp": {"ipv4Address": "10.0.0.%d/24" % (i + 1)},
+                         "spec": {"bgp": {"ipv4Address": "10.0.%d.%d/16" % (i // 250, i % 250 + 1)},
                                   "orchRefs": [{"orchestrator": "k8s", "nodeName": name}]}})
         seed.append({"kind": "FelixConfiguration", "metadata": {"name": "node.host-0.example"},
                      "spec": {"logSeverityScreen": "Debug"}})
@@ -241,7 +242,7 @@ def test_migrates_etcd_to_the_kubernetes_datastore_in_the_documented_order(clust
     felix = {f["metadata"]["name"]: f["spec"] for f in m.objects("felixconfigurations", "kdd")}
     assert felix["node.%s" % m.nodes[0]]["logSeverityScreen"] == "Debug"  # renamed after its k8s node
     nodes = {n["metadata"]["name"]: n["spec"] for n in m.objects("nodes", "kdd")}
-    assert nodes[m.nodes[1]]["bgp"]["ipv4Address"] == "10.0.0.2/24"
+    assert nodes[m.nodes[1]]["bgp"]["ipv4Address"] == "10.0.0.2/16"
     assert [h["metadata"]["name"] for h in m.objects("hostendpoints", "kdd")] == [m.nodes[0] + "-eth0"]
 
     # the verification compared every kind

@@ -42,6 +42,9 @@ BASE = {
     "calico_facts": {},
     "calico_rollout_info": {"namespace": "NS", "daemonset": "calico-node"},
     "custom_resources": {"src": "TMP/custom-resources.yaml", "dest": "TMP/out-cr.yaml"},
+    # calicoctl is never reached: the first read is calico-node's DaemonSet
+    "datastore_migration_info": {"calicoctl": "TMP/calicoctl", "etcd_config": "TMP/calicoctl-etcd.cfg",
+                                 "namespace": "NS"},
     "ebpf_host_preflight_info": {},
     "ebpf_preflight_info": {},
     "field_ownership": {"objects": [{"apiVersion": "v1", "kind": "ConfigMap",
@@ -69,6 +72,7 @@ SCENARIOS = {
         "calico_facts": ({}, "the Calico install"),
         "calico_rollout_info": ({}, "daemonsets.apps NS/calico-node"),
         "custom_resources": FILE_ONLY,
+        "datastore_migration_info": ({}, "daemonsets.apps NS/calico-node"),
         "ebpf_host_preflight_info": FILE_ONLY,
         "ebpf_preflight_info": ({}, "nodes"),
         "field_ownership": ({}, "ConfigMap NS/owned"),
@@ -85,6 +89,7 @@ SCENARIOS = {
         "calico_facts": ({}, "secrets in namespace tigera-operator"),  # its first read: Helm's release Secrets
         "calico_rollout_info": ({}, "daemonsets.apps NS/calico-node"),
         "custom_resources": FILE_ONLY,
+        "datastore_migration_info": ({}, "daemonsets.apps NS/calico-node"),
         "ebpf_host_preflight_info": FILE_ONLY,
         "ebpf_preflight_info": ({}, "nodes"),
         "field_ownership": ({}, "configmaps NS/owned"),
@@ -101,6 +106,8 @@ SCENARIOS = {
         "calico_facts": "reads only, and a missing object is a fact (method none, not installed), not a failure",
         "calico_rollout_info": "a missing DaemonSet is reported (ready: false, problems), not a failure",
         "custom_resources": ({"src": "TMP/missing.yaml"}, "TMP/missing.yaml", "cannot read"),  # a file's 404
+        "datastore_migration_info": "reads only: a missing calico-node, CRD or record is a finding (plan refuse, "
+                                    "held nothing, no record), not a failure",
         "ebpf_host_preflight_info": FILE_ONLY,
         "ebpf_preflight_info": "lists nodes and kube-system objects: no object it needs by name",
         "field_ownership": "an absent object has nothing to hand over: counted absent, not a failure",
@@ -123,6 +130,7 @@ SCENARIOS = {
         "calico_facts": "reads only: a read never conflicts",
         "calico_rollout_info": "reads only: a read never conflicts",
         "custom_resources": FILE_ONLY,
+        "datastore_migration_info": "reads only: a read never conflicts",
         "ebpf_host_preflight_info": FILE_ONLY,
         "ebpf_preflight_info": "reads only: a read never conflicts",
         "field_ownership": "a 409 (managedFields changed meanwhile) is read again and retried, by design",
