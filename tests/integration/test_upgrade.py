@@ -732,11 +732,17 @@ def test_a_rerun_after_an_interruption_finishes(cluster, ansible, install, tmp_p
     proc = subprocess.Popen(_playbook_cmd(cluster, tmp_path, variables), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env, cwd=str(REPO_ROOT),
                             start_new_session=True)
+    # the play's own output says when the apply is over: the rollout wait's banner follows it (the DaemonSet's
+    # image alone is not enough: under load the kill once landed between the DaemonSet and a later document)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
     try:
         def applied():
             ds = get(cluster, "apps/v1", "DaemonSet", "calico-node", "kube-system")
             return (record(cluster, variables) or {}).get("phase") == "upgrading" and \
-                image_tag(ds["spec"]["template"]["spec"]["containers"][0]["image"]) == TARGET
+                image_tag(ds["spec"]["template"]["spec"]["containers"][0]["image"]) == TARGET and \
+                any("Wait for the rollout" in line for line in list(lines))
         cluster.wait_for(applied, timeout=120, interval=0.5, what="the upgrade to be applied")
     finally:
         kill_tree(proc)
