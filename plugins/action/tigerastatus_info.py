@@ -41,6 +41,12 @@ class ActionModule(ActionBase):
         start = time.monotonic() if hasattr(time, "monotonic") else time.time()
         polls = 0
         last = {}
+        fail_on = set(args.get("fail_on_reasons") or [])
+        try:
+            fail_after = int(args.get("fail_after", 60))
+        except (TypeError, ValueError):
+            return dict(failed=True, msg="fail_after must be an integer")
+        stuck_since = {}  # component -> when it was first seen Degraded with a reason of fail_on
         while True:
             polls += 1
             last = self._execute_module(module_name="calico_ops.lifecycle.tigerastatus_info", module_args=once,
@@ -55,6 +61,18 @@ class ActionModule(ActionBase):
             display.display("tigerastatus [%ss/%ss] %s" % (waited, timeout, summary))
             if last.get("ready"):
                 last.update(changed=False, waited=waited, polls=polls)
+                return last
+            for c in last.get("components") or []:
+                if c.get("state") == "Degraded" and c.get("reason") in fail_on:
+                    stuck_since.setdefault(c["name"], waited)
+                else:
+                    stuck_since.pop(c.get("name"), None)
+            stuck = [n for n, since in sorted(stuck_since.items()) if waited - since >= fail_after]
+            if stuck:
+                last.update(failed=True, changed=False, waited=waited, polls=polls,
+                            msg=failure_message(last, waited).replace(
+                                "TigeraStatus not Available after", "TigeraStatus Degraded (%s) for %ss, after"
+                                % (", ".join(stuck), fail_after), 1))
                 return last
             if waited + interval > timeout:
                 last.update(failed=True, changed=False, waited=waited, polls=polls,

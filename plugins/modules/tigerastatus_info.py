@@ -38,6 +38,17 @@ options:
     type: list
     elements: str
     default: []
+  fail_on_reasons:
+    description:
+      - With O(wait=true), stop waiting and fail once a component has stayed Degraded with one of these reasons (for
+        example V(MigrationError), which the operator keeps until the user acts) for O(fail_after) seconds.
+    type: list
+    elements: str
+    default: []
+  fail_after:
+    description: Seconds a component must stay Degraded with a reason of O(fail_on_reasons) before the wait fails.
+    type: int
+    default: 60
 attributes:
   action:
     support: full
@@ -110,6 +121,8 @@ def main():
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=600),
         poll_interval=dict(type="int", default=10),
+        fail_on_reasons=dict(type="list", elements="str", default=[]),
+        fail_after=dict(type="int", default=60),
     ), error_prefix="reading TigeraStatus failed: ",
         subject=lambda p: describe_object("operator.tigera.io/v1", "tigerastatuses")).run(lambda m: read(m.client(), m.params["expected"]))
 

@@ -173,6 +173,22 @@ CASES = [
      r"datastore_migration_version: empty \(calico-node's image tag\) or vX.Y.Z, got: 3.31"),
     ("migrate-datastore-timeout-zero", "role:datastore_migration", {"datastore_migration_timeout": 0},
      r"datastore_migration_timeout \(0\) and datastore_migration_poll_interval \(5\) must be positive"),
+    # migrate_to_operator.yml (role operator_migration, issue 22): each refused before any write, naming the variable
+    ("operator-migration-manifest-etcd", "role:operator_migration", {"operator_migration_manifest": "calico-etcd.yaml"},
+     r"operator_migration_manifest must be one of: calico.yaml, calico-typha.yaml, got: calico-etcd.yaml"),
+    ("operator-migration-version-no-v", "role:operator_migration", {"operator_migration_version": "3.31.4"},
+     r"operator_migration_version: empty \(calico-node's image tag\) or vX.Y.Z, got: 3.31.4"),
+    ("operator-migration-url-with-space", "role:operator_migration",
+     {"operator_migration_manifest_url": "http://mirror.example/calico releases"},
+     r"operator_migration_manifest_url: an http:// or https:// URL without spaces, got: http://mirror.example/calico "
+     r"releases"),
+    ("operator-migration-namespace-upper-case", "role:operator_migration", {"operator_migration_namespace": "Kube-System"},
+     r"operator_migration_namespace: a Kubernetes name .*got: 'Kube-System'"),
+    ("operator-migration-overrides-a-list", "role:operator_migration",
+     {"operator_migration_installation_overrides": ["calicoNetwork"]},
+     r"operator_migration_installation_overrides.*dict"),
+    ("operator-migration-poll-zero", "role:operator_migration", {"operator_migration_poll_interval": 0},
+     r"operator_migration_timeout \(900\) and operator_migration_poll_interval \(0\) must be positive"),
     # -- issue 18: the categories across the playbooks, each naming the variable and what it allows ----------------
     # enum values in the wrong case (Ansible's choices are case-sensitive: only the documented spelling is valid)
     ("kube-proxy-state-capitalised", "role:kube_proxy", {"kube_proxy_state": "Disabled"},
