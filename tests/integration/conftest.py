@@ -25,6 +25,7 @@ FILE_WEIGHTS = {
     "test_kube_proxy.py": 450,
     "test_owner_references.py": 450,
     "test_rbac.py": 350,
+    "test_operator_migration.py": 450,
     "test_host_endpoint_migration.py": 350,
     "test_services_endpoint.py": 300,
     "test_calico_facts.py": 200,

@@ -158,7 +158,8 @@ def test_a_manifest_install_moves_to_the_real_operator(manifest_install, tmp_pat
     assert cluster.audit.writes_since(mark) == []
     assert "veth_mtu=1440 (release: 0) -> spec.calicoNetwork.mtu" in check.stdout
     assert "FELIX_LOGFILEPATH=none (release: None) -> FelixConfiguration default" in check.stdout
-    assert '"mtu": 1440' in check.stdout and '"interface": "eth0"' in check.stdout
+    # the Installation it would create, printed as JSON inside the debug message (quotes escaped)
+    assert '\\"mtu\\": 1440' in check.stdout and '\\"interface\\": \\"eth0\\"' in check.stdout
 
     # a run killed (the whole process tree) right after it created the Installation
     mark = cluster.audit.mark()
@@ -170,6 +171,7 @@ def test_a_manifest_install_moves_to_the_real_operator(manifest_install, tmp_pat
     order = [(w["objectRef"].get("resource"), w["objectRef"].get("name")) for w in cluster.audit.writes_since(mark)]
     assert order.index(("configmaps", RECORD)) < order.index(("deployments", "tigera-operator")), order
 
+    resume = cluster.audit.mark()
     res = ansible.playbook(PLAYBOOK, _vars(cluster, tmp_path), callback="default")
     assert res.rc == 0, res.stdout[-6000:] + res.stderr[-2000:]
 
@@ -204,7 +206,12 @@ def test_a_manifest_install_moves_to_the_real_operator(manifest_install, tmp_pat
     for kind, ns, name in removed:
         assert _maybe(cluster, kind.lower(), name, *(["-n", ns] if ns else [])) is None, (kind, ns, name)
     assert _maybe(cluster, "crd", "ippools.crd.projectcalico.org") is not None
-    assert "plan: migrate from phase installation" in res.stdout
+    # the re-run went on from the record: the operator, left running, is moving the nodes or has moved them all
+    plan = [ln.strip() for ln in res.stdout.splitlines() if '"plan: ' in ln]
+    assert plan and plan[0].startswith(('"plan: migrate from phase installation',
+                                        '"plan: migrate from phase migrated')), plan
+    resumed = [(w["objectRef"].get("resource"), w["objectRef"].get("name")) for w in cluster.audit.writes_since(resume)]
+    assert ("deployments", "tigera-operator") not in resumed and ("installations", "default") not in resumed, resumed
 
     # a re-run: nothing to do, nothing written
     mark = cluster.audit.mark()

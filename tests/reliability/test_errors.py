@@ -57,6 +57,8 @@ BASE = {
                                       "metadata": {"name": "applied", "namespace": "NS"}, "data": {"a": "b"}}},
     "merge_patch": {"api_version": "v1", "resource": "configmaps", "namespace": "NS", "name": "owned",
                     "patch": {"data": {"key": "value"}}},
+    # the first read is calico-node's DaemonSet (the release manifest is needed only once it exists)
+    "operator_migration_info": {"namespace": "NS"},
     "owner_references": {"state": "detached", "record_namespace": "NS", "record_name": "or-record",
                          "record_path": "TMP/or-record.json", "owner_api_versions": ["crd.projectcalico.org/v1"]},
     "services_endpoint_info": {"namespace": "NS", "endpoint_host": "api.example.com", "endpoint_port": 6443},
@@ -80,6 +82,7 @@ SCENARIOS = {
         "kube_proxy_info": ({}, "daemonsets.apps NS/kube-proxy"),
         "manifest_apply": ({}, "ConfigMap NS/applied"),
         "merge_patch": ({}, "configmaps NS/owned"),
+        "operator_migration_info": ({}, "daemonsets.apps NS/calico-node"),
         "owner_references": ({}, "configmaps NS/or-record"),
         "services_endpoint_info": ({}, "configmaps NS/kubernetes-services-endpoint"),
         "tigerastatus_info": ({}, "tigerastatuses.operator.tigera.io"),
@@ -97,6 +100,7 @@ SCENARIOS = {
         "kube_proxy_info": ({}, "nodes"),  # its first read: the nodes (platform, selector)
         "manifest_apply": ({}, "configmaps NS/applied"),
         "merge_patch": ({}, "configmaps NS/owned"),
+        "operator_migration_info": ({}, "daemonsets.apps NS/calico-node"),
         "owner_references": ({}, "v1/configmaps"),  # every type it cannot list, with the statuses
         "services_endpoint_info": ({}, "nodes"),  # its first read: the nodes (platform)
         "tigerastatus_info": ({}, "tigerastatuses.operator.tigera.io"),
@@ -119,6 +123,8 @@ SCENARIOS = {
                                            "metadata": {"name": "applied", "namespace": "absent-ns"}}},
                            "ConfigMap absent-ns/applied"),
         "merge_patch": ({"name": "absent"}, "configmaps NS/absent"),
+        "operator_migration_info": "reads only: a missing calico-node, operator, Installation or record is a finding "
+                                   "(plan refuse or nothing), not a failure",
         # attach reads the record detach wrote: none in a namespace that does not exist
         "owner_references": ({"state": "attached", "record_namespace": "absent-ns"}, "absent-ns/or-record",
                              "No owner references record"),
@@ -143,6 +149,7 @@ SCENARIOS = {
         # a patch holding a stale metadata.resourceVersion (the caller's own optimistic lock)
         "merge_patch": ({"patch": {"metadata": {"resourceVersion": "1"}, "data": {"a": "x"}}},
                         "configmaps NS/owned"),
+        "operator_migration_info": "reads only: a read never conflicts",
         "owner_references": "a 409 on its record or a dependent's ownerReferences is read again and retried, by design",
         "services_endpoint_info": "reads only: a read never conflicts",
         "tigerastatus_info": "reads only: a read never conflicts",
