@@ -20,7 +20,7 @@ DEFAULT_WEIGHT = 30
 # whole files (one group each)
 FILE_WEIGHTS = {
     "test_install_ebpf.py": 1900,
-    "test_awx_jobs.py": 700,
+    "test_awx_jobs.py": 900,
     "test_disable_ebpf.py": 350,
     "test_kube_proxy.py": 450,
     "test_owner_references.py": 450,

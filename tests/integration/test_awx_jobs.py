@@ -273,7 +273,7 @@ def test_every_job_template_is_run_by_a_test_here(templates):
     covered = {"playbooks/preflight.yml", "playbooks/services_endpoint.yml", "playbooks/kube_proxy.yml",
                "playbooks/install_ebpf.yml", "playbooks/enable_ebpf.yml", "playbooks/owner_references.yml",
                "playbooks/migrate_host_endpoints.yml", "playbooks/upgrade.yml", "playbooks/disable_ebpf.yml",
-               "playbooks/migrate_datastore.yml"}
+               "playbooks/migrate_datastore.yml", "playbooks/migrate_to_operator.yml"}
     assert set(templates) == covered
 
 
@@ -552,3 +552,36 @@ def test_migrate_datastore_job(cluster, awx_job, credential, tmp_path):
         assert not [p for p in left if credential["bearer_token"] in p.read_text(errors="replace")], left
     finally:
         m.cleanup()
+
+
+def test_migrate_to_operator_job(cluster, awx_job):
+    """A manifest install of v3.31.4 moved to the real operator by the job template, as the ServiceAccount of
+    docs/rbac.yml (ClusterRole calico-ops-operator-migration): the operator installed, Installation default created,
+    the manifest's leftovers removed."""
+    wipe_calico(cluster)
+    install = Install(cluster)
+    install.configmaps.append(("kube-system", "calico-ops-operator-migration"))
+    try:
+        install.apply_release("v3.31.4", "calico.yaml")
+        install.forget_later("v3.31.4", "tigera-operator.yaml")
+        install.forget_later("v3.31.4", "operator-crds.yaml")
+        wait_daemonset(cluster, "calico-node")
+        # what calico-node creates when it starts (it cannot run here: it needs a kernel)
+        cluster.apply(yaml.safe_dump_all([
+            {"apiVersion": CRD, "kind": "FelixConfiguration", "metadata": {"name": "default"}, "spec": {}},
+            {"apiVersion": CRD, "kind": "IPPool", "metadata": {"name": "default-ipv4-ippool"},
+             "spec": {"cidr": "192.168.0.0/16", "ipipMode": "Always", "natOutgoing": True, "nodeSelector": "all()"}}]))
+        job = awx_job("playbooks/migrate_to_operator.yml", {"operator_migration_timeout": 300},
+                      inventory_vars={"operator_migration_manifest_url": cluster.mirror_url,
+                                      "operator_migration_poll_interval": 2})
+        job.assert_successful()
+        assert get(cluster, "apps/v1", "DaemonSet", "calico-node", "kube-system") is None
+        assert get(cluster, "apps/v1", "DaemonSet", "calico-node", "calico-system") is not None
+        summary = job.artifacts["calico_operator_migration"]
+        assert summary["phase"] == "done" and summary["manifest_calico_node"] in (False, "False"), summary
+        written = {(w["objectRef"].get("resource"), w["objectRef"].get("name"))
+                   for w in writes_by_the_service_account(cluster, job)}
+        assert {("installations", "default"), ("deployments", "tigera-operator"),
+                ("serviceaccounts", "calico-node")} <= written, written
+    finally:
+        install.cleanup()
