@@ -9,6 +9,8 @@ Jobs (the objects and plays of benchmarks/preflight.py, owner_references.py and 
 * host_endpoint_migration: N old host endpoints on N kwok nodes; naive: one k8s task per endpoint and step;
 * datastore_migration: playbooks/migrate_datastore.yml (etcd -> Kubernetes datastore, real calicoctl) with N nodes
   (one Calico Node each in etcd); naive: Calico's documented command sequence scripted (DatastoreMigration);
+* operator_migration: playbooks/migrate_to_operator.yml (a manifest install moved to the real operator) with N nodes;
+  naive: Calico's documented steps scripted (OperatorMigration);
 * install_ebpf: playbooks/install_ebpf.yml (open source, release mirror) on a cluster without Calico, with
   ``ebpf_install_wait: false`` (TigeraStatus is read once, not waited for) and the time of every task whose
   name says "wait" (the CRDs Established wait) subtracted; naive: kubernetes.core.k8s ``src:`` of the same
@@ -62,7 +64,8 @@ from common import control_plane  # noqa: E402
 from localcp.fixtures import Ansible, Cluster, collections_path  # noqa: E402
 
 RESULTS = HERE / "results"
-ALL_JOBS = ("preflight", "owner_references", "host_endpoint_migration", "install_ebpf", "upgrade", "datastore_migration")
+ALL_JOBS = ("preflight", "owner_references", "host_endpoint_migration", "install_ebpf", "upgrade", "datastore_migration",
+            "operator_migration")
 PREFLIGHT_MAX_NODES = 2000
 
 
@@ -641,9 +644,75 @@ class DatastoreMigration(InstallEbpf):
         return self._run(rep, MIGRATE_NAIVE, variables, "naive migration")[0]
 
 
+OPERATOR_NAIVE = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Install the operator (operator-crds.yaml and tigera-operator.yaml of the running release)
+      ansible.builtin.command: >-
+        {{ kubectl }} --kubeconfig {{ kubeconfig }} apply --server-side --force-conflicts
+        -f {{ manifest_url }}/{{ version }}/manifests/operator-crds.yaml
+        -f {{ manifest_url }}/{{ version }}/manifests/tigera-operator.yaml
+    - name: Create the Installation (spec {}, the operator fills it from the running install)
+      ansible.builtin.shell: >-
+        printf '%s' '{"apiVersion": "operator.tigera.io/v1", "kind": "Installation", "metadata": {"name": "default"},
+        "spec": {}}' | {{ kubectl }} --kubeconfig {{ kubeconfig }} create -f -
+    - name: Wait for TigeraStatus calico to be Available
+      ansible.builtin.command: >-
+        {{ kubectl }} --kubeconfig {{ kubeconfig }} wait --for=condition=Available tigerastatus/calico --timeout=10s
+      register: available
+      until: available.rc == 0
+      retries: 120
+      delay: 5
+    - name: Wait until the manifest's calico-node is gone
+      ansible.builtin.command: >-
+        {{ kubectl }} --kubeconfig {{ kubeconfig }} -n kube-system wait --for=delete ds/calico-node --timeout=600s
+"""
+
+
+class OperatorMigration(DatastoreMigration):
+    """playbooks/migrate_to_operator.yml on a manifest install (calico.yaml v3.31.4 with the MTU, a Felix setting
+    and the autodetection method changed, and policies of every kind: tests/integration/test_operator_migration.py's
+    ``_manifest_install``) with N nodes; the real operator v1.40.7 moves calico-node node by node. The time of the
+    tasks named "wait" (the operator's Deployment, TigeraStatus, the move, the rollout) is subtracted: that is the
+    operator's time. Naive: Calico's documented steps scripted (apply the operator's files, create Installation
+    ``default`` with ``spec: {}``, wait for TigeraStatus and for the manifest's calico-node to go), without the
+    comparison with the release, the record, the verification or the clean-up."""
+    unit = "nodes (whole move)"
+
+    def _run(self, rep, play, variables, what):
+        import test_operator_migration as om
+        om._wipe(self.cluster)
+        try:
+            om._manifest_install(self.cluster)
+            m = self._excluding_waits(timed_play(self.cluster, self.ansible, play, variables(rep), what=what))
+            rerun = (timed_play(self.cluster, self.ansible, play, variables(rep), what=what + " re-run")
+                     if play == om.PLAYBOOK else None)
+            assert om._maybe(self.cluster, "daemonset", "calico-node", "-n", "kube-system") is None
+            node = om._get(self.cluster, "daemonset", "calico-node", "-n", "calico-system")
+            assert node["status"]["numberReady"] >= self.n, node["status"]
+            m["changed"] = written_objects(m)
+            return m, rerun
+        finally:
+            om._wipe(self.cluster)
+
+    def ours(self, rep):
+        import test_operator_migration as om
+        return self._run(rep, om.PLAYBOOK, lambda r: {
+            "operator_migration_manifest_url": self.cluster.mirror_url, "operator_migration_timeout": 900,
+            "operator_migration_poll_interval": 2,
+            "operator_migration_artifacts_dir": str(self.workdir / ("artifacts-%d" % r))}, "migrate_to_operator.yml")
+
+    def naive(self, rep):
+        return self._run(rep, OPERATOR_NAIVE, lambda r: {
+            "kubectl": self.cluster.bin("kubectl"), "kubeconfig": str(self.cluster.kubeconfig),
+            "manifest_url": self.cluster.mirror_url, "version": "v3.31.4"}, "naive operator migration")[0]
+
+
 JOBS = {"preflight": Preflight, "owner_references": OwnerReferences,
         "host_endpoint_migration": HostEndpointMigration, "install_ebpf": InstallEbpf, "upgrade": Upgrade,
-        "datastore_migration": DatastoreMigration}
+        "datastore_migration": DatastoreMigration, "operator_migration": OperatorMigration}
 
 
 # -- orchestration ------------------------------------------------------------------------------------------
@@ -851,6 +920,12 @@ What each naive job does (the plays are in benchmarks/*.py):
   staged policies the export misses, or field handover. calicoctl's requests to the API server are counted (user
   admin); its etcd requests are not (etcd keeps no audit log). The time of the tasks named "wait" (calico-node's
   rollout) is subtracted from both; "objects changed" is the number of distinct objects written.
+- operator_migration: calico.yaml v3.31.4 (MTU, a Felix setting and the autodetection method changed; policies of
+  every kind) moved to the real Tigera operator v1.40.7 with N nodes. Naive: Calico's documented steps scripted
+  (`kubectl apply` of operator-crds.yaml and tigera-operator.yaml, `kubectl create` of Installation `default` with
+  `spec: {}`, waits for TigeraStatus calico and for the manifest's calico-node to go), without ours' comparison with
+  the release, record, derived Installation, verification (nodes, Installation, policies) or clean-up. The time of
+  the tasks named "wait" (the operator's own work) is subtracted from both.
 
 """
 

@@ -143,7 +143,7 @@ def manifest_install(om_cluster):
 
 
 def test_a_manifest_install_moves_to_the_real_operator(manifest_install, tmp_path):
-    """Check mode writes nothing; a run killed right after its Installation write is finished by the next run; the
+    """Check mode writes nothing; runs killed right after each step's first write are finished by the next run; the
     real operator moves calico-node node by node; every policy, the MTU, the autodetection and the Felix setting are
     as they were; the manifest's leftovers are recorded and removed; a re-run writes nothing."""
     cluster = manifest_install
@@ -161,14 +161,20 @@ def test_a_manifest_install_moves_to_the_real_operator(manifest_install, tmp_pat
     # the Installation it would create, printed as JSON inside the debug message (quotes escaped)
     assert '\\"mtu\\": 1440' in check.stdout and '\\"interface\\": \\"eth0\\"' in check.stdout
 
-    # a run killed (the whole process tree) right after it created the Installation
-    mark = cluster.audit.mark()
-    proc = ansible.start(PLAYBOOK, extra_vars=_vars(cluster, tmp_path))
-    assert _kill_at_write(cluster, proc, mark, "installations", "default"), "the run ended before the Installation"
-    record = _get(cluster, "configmap", "-n", "kube-system", RECORD)["data"]
-    assert record["phase"] == "installation" and json.loads(record["manifest_era"])[0]["kind"] == "DaemonSet"
+    # runs killed (SIGKILL, the whole process tree) right after each step's first write, one run after another: the
+    # record, the operator's CRDs, the operator's Deployment, the Installation; each later run goes on from there
+    first = cluster.audit.mark()
+    for resource, name, phase in (("configmaps", RECORD, "recorded"), ("customresourcedefinitions", None, "operator"),
+                                  ("deployments", "tigera-operator", "operator"),
+                                  ("installations", "default", "installation")):
+        mark = cluster.audit.mark()
+        proc = ansible.start(PLAYBOOK, extra_vars=_vars(cluster, tmp_path))
+        assert _kill_at_write(cluster, proc, mark, resource, name), "the run ended before writing %s" % resource
+        record = _get(cluster, "configmap", "-n", "kube-system", RECORD)["data"]
+        # nothing is lost: the manifest-era objects are in the record from the first write on
+        assert record["phase"] == phase and json.loads(record["manifest_era"])[0]["kind"] == "DaemonSet", record
     # the record (the manifest-era objects) was written before the operator's first object
-    order = [(w["objectRef"].get("resource"), w["objectRef"].get("name")) for w in cluster.audit.writes_since(mark)]
+    order = [(w["objectRef"].get("resource"), w["objectRef"].get("name")) for w in cluster.audit.writes_since(first)]
     assert order.index(("configmaps", RECORD)) < order.index(("deployments", "tigera-operator")), order
 
     resume = cluster.audit.mark()
