@@ -130,6 +130,7 @@ def _env_entry(cont, name):
 
 # what the API server fills in when a manifest leaves it out: (key, value) pairs dropped before comparing
 SERVER_DEFAULTS = (("apiVersion", "v1"), ("type", ""), ("defaultMode", 420))
+DEFAULTED_SOURCES = ("fieldRef", "hostPath", "configMap", "secret", "projected", "downwardAPI")
 
 
 def normalise(value, parent=None):
@@ -138,8 +139,7 @@ def normalise(value, parent=None):
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
-            if (key, item) in SERVER_DEFAULTS and parent in ("fieldRef", "hostPath", "configMap", "secret",
-                                                            "projected", "downwardAPI"):
+            if (key, item) in SERVER_DEFAULTS and parent in DEFAULTED_SOURCES:
                 continue
             out[key] = normalise(item, key)
         return out
@@ -488,7 +488,7 @@ def item_line(item):
         return "%s %s=%s: refused, %s; fix: %s" % (item["where"], item["name"], item.get("value"),
                                                    item["refused"], item.get("fix"))
     return "%s %s=%s (release: %s) -> %s" % (item["where"], item["name"], item.get("value"),
-                                           item.get("release_value"), item.get("maps_to"))
+                                             item.get("release_value"), item.get("maps_to"))
 
 
 # -- the Installation the install amounts to ----------------------------------------------------------------
@@ -549,8 +549,8 @@ def derive_installation(observed, release):
     cms = {"calico-config": observed.get("config_map")} if observed.get("config_map") else {}
     node = container(ds, NODE_CONTAINER)
     net = {}
-    pools = [convert_pool(p) for p in (select_pool(observed.get("ippools")), select_pool(observed.get("ippools"),
-                                                                                          v6=True)) if p]
+    chosen = (select_pool(observed.get("ippools")), select_pool(observed.get("ippools"), v6=True))
+    pools = [convert_pool(p) for p in chosen if p]
     if pools:
         net["ipPools"] = pools
     data = (observed.get("config_map") or {}).get("data") or {}
