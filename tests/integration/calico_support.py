@@ -204,6 +204,24 @@ def settle_crds(cluster, timeout=300):
                                                                     state.get("discovery"))) from None
 
 
+def drop_foreign_operator_crds(cluster, version):
+    """Delete the ``operator.tigera.io`` CRDs that ``version``'s operator-crds.yaml does not hold (and wait until they
+    are gone), before an older operator is started. Operator v1.36.16 (Calico v3.29.7) takes any of LogCollector,
+    LogStorage, ..., ManagementClusterConnection in operator.tigera.io/v1 for an Enterprise install: v3.31.4's CRDs
+    hold ManagementClusterConnection, so with them left on the control plane by an earlier test the operator starts its
+    Enterprise controllers ("Checking if TSEE controllers are required", required: true), whose watches of the ECK
+    kinds never sync ("elasticsearch.k8s.elastic.co/v1: the server could not find the requested resource"), and it
+    never reports on the Installation (seen in full runs; reproduced alone with that one CRD added, 2026-11-26)."""
+    keep = {d["metadata"]["name"] for d in release_docs(cluster.mirror_url, version, "operator-crds.yaml")}
+    names = [n.split("/", 1)[1] for n in cluster.kubectl("get", "crd", "-o", "name").stdout.split()
+             if n.endswith(".operator.tigera.io")]
+    foreign = [n for n in names if n not in keep]
+    if foreign:
+        cluster.kubectl("delete", "crd", *foreign, "--ignore-not-found", "--wait=true", check=False, timeout=180)
+    settle_crds(cluster)
+    return foreign
+
+
 def remove_operator_install(cluster):
     """What an operator install leaves cluster-wide, in Calico's uninstall order: the custom resources while the
     operator still runs (it removes the Installation's finalizers), then the operator, its CRDs and its RBAC.

@@ -11,7 +11,7 @@ import os
 import pytest
 import yaml
 
-from calico_support import (OPERATOR_SOURCE, SOURCE, Install, get, helm, node_ds_name,
+from calico_support import (OPERATOR_SOURCE, SOURCE, Install, drop_foreign_operator_crds, get, helm, node_ds_name,
                             wait_daemonset, wipe_calico)
 from localcp.audit import describe
 
@@ -106,6 +106,9 @@ def test_operator_install(cluster, ansible, install):
     """An operator install before and after the real operator (v1.36.16 for v3.29.7) has reported on it."""
     # CRDs an earlier test on this control plane deleted may still be terminating, and discovery may still list their
     # groups: the install fixture's wipe_calico waits for both to settle (calico_support.settle_crds)
+    # operator CRDs of later releases left by an earlier test (v3.31.4's ManagementClusterConnection) would make
+    # v1.36.16 start its Enterprise controllers and never report (calico_support.drop_foreign_operator_crds)
+    drop_foreign_operator_crds(cluster, OPERATOR_SOURCE)
     install.apply_release(OPERATOR_SOURCE, "operator-crds.yaml")
     # the operator's Deployment at 0 replicas first: facts of an install the operator has not reported on yet
     install.apply_release(OPERATOR_SOURCE, "tigera-operator.yaml", edit=_scaled_to_zero)
@@ -128,11 +131,11 @@ def test_operator_install(cluster, ansible, install):
     try:
         cluster.wait_for(reported, timeout=120, interval=2, what="the real operator reporting %s" % OPERATOR_SOURCE)
     except AssertionError:
-        # Seen in full runs only (2 CPUs saturated), never alone: operator v1.36.16 logs at start that the kinds of
-        # its CRDs are not served yet ("if kind is a CRD, it should be installed before calling Start", the ECK
-        # groups "could not find the requested resource") and then nothing more - its controllers never start, and
-        # the Installation gets no status. A pod restart is what gets it going again (its CRDs are served by then);
-        # the harness has no liveness probe to do it, so the test does, once, and says so.
+        # Seen in full runs: operator v1.36.16 logs that the kinds of its watches are not served (the ECK groups
+        # "could not find the requested resource") and then nothing more. The cause found (2026-11-26): v3.31.4's
+        # ManagementClusterConnection CRD, left by an earlier test, made it start its Enterprise controllers; the
+        # CRDs of later releases are dropped above. Should it stay silent for another reason, a pod restart (what a
+        # liveness probe would do; the harness has none) is tried once, and said.
         print("[test_operator_install] the operator v1.36.16 reported nothing in 120 s; its log:\n%s\n"
               "restarting its pod once" % cluster.process_log_tail("tigera-operator"))
         cluster.kubectl("delete", "pod", "-n", "tigera-operator", "-l", "k8s-app=tigera-operator", "--wait=true")

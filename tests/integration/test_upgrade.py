@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calico_support import (OPERATOR_SOURCE, SOURCE, TARGET, CalicoNodeStandIn, Install, get, settle_crds,
-                            helm, image_tag, node_ds_name, release_docs, release_text, wait_daemonset, wipe_calico)
+from calico_support import (OPERATOR_SOURCE, SOURCE, TARGET, CalicoNodeStandIn, Install, drop_foreign_operator_crds,
+                            get, helm, image_tag, node_ds_name, release_docs, release_text, wait_daemonset, wipe_calico)
 from localcp.audit import describe
 from localcp.fixtures import kill_tree
 from localcp.mirror import REPO_ROOT
@@ -429,11 +429,10 @@ def test_operator_upgrade(cluster, ansible, install, tmp_path):
     """v3.29.7 installed with the operator (the real operator v1.36.16 reconciles and reports it), upgraded through
     the collection to v3.31.4: tigera-operator.yaml replaced, the real operator v1.40.7 takes over and rolls
     calico-system to v3.31.4."""
-    # the CRDs new in v3.30 are the upgrade's to create: an earlier test's v1.40.7 operator (-manage-crds) may have
-    # created them on this control plane and left them (seen in a full run: goldmanes there before the upgrade)
-    cluster.kubectl("delete", "crd", "goldmanes.operator.tigera.io", "whiskers.operator.tigera.io",
-                    "--ignore-not-found", "--wait=true", check=False, timeout=180)
-    settle_crds(cluster)
+    # the operator CRDs of later releases are the upgrade's to create: an earlier test on this control plane may have
+    # left v3.31.4's (seen in full runs: goldmanes there before the upgrade; managementclusterconnections, which makes
+    # operator v1.36.16 start its Enterprise controllers and never report: calico_support.drop_foreign_operator_crds)
+    drop_foreign_operator_crds(cluster, OPERATOR_SOURCE)
     install.apply_release(OPERATOR_SOURCE, "operator-crds.yaml")
     install.apply_release(OPERATOR_SOURCE, "tigera-operator.yaml")
     install.forget_later(TARGET, "operator-crds.yaml")
