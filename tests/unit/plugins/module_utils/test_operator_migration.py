@@ -25,8 +25,8 @@ NODE_ENV = [
     {"name": "DATASTORE_TYPE", "value": "kubernetes"},
     {"name": "WAIT_FOR_DATASTORE", "value": "true"},
     {"name": "NODENAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-    {"name": "CALICO_NETWORKING_BACKEND", "valueFrom": {"configMapKeyRef": {"name": "calico-config",
-                                                                          "key": "calico_backend"}}},
+    {"name": "CALICO_NETWORKING_BACKEND",
+     "valueFrom": {"configMapKeyRef": {"name": "calico-config", "key": "calico_backend"}}},
     {"name": "CLUSTER_TYPE", "value": "k8s,bgp"},
     {"name": "IP", "value": "autodetect"},
     {"name": "CALICO_IPV4POOL_IPIP", "value": "Always"},
@@ -286,9 +286,9 @@ def cluster(with_operator_crds=False, record=None, edit=None, felix=True):
                                   ("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", True)):
         dyn.add_type(api, plural, kind, namespaced=ns)
     obs = observed(edit)
-    for api, plural, o in (("apps/v1", "daemonsets", obs["node_ds"]), ("apps/v1", "deployments",
-                                                                      obs["kube_controllers"]),
-                           ("v1", "configmaps", obs["config_map"]), ("crd.projectcalico.org/v1", "ippools", POOL)):
+    seeded = (("apps/v1", "daemonsets", obs["node_ds"]), ("apps/v1", "deployments", obs["kube_controllers"]),
+              ("v1", "configmaps", obs["config_map"]), ("crd.projectcalico.org/v1", "ippools", POOL))
+    for api, plural, o in seeded:
         dyn.put(api, plural, o)
     for doc in RELEASE[:2] + RELEASE[4:5]:
         dyn.put(doc["apiVersion"], {"PodDisruptionBudget": "poddisruptionbudgets", "ServiceAccount": "serviceaccounts",
