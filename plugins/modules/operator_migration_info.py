@@ -86,6 +86,12 @@ options:
         leaves to the user once calico-node has moved. One C(LIST) per type and namespace.
     type: bool
     default: false
+  policies:
+    description:
+      - Read every policy-like kind (one C(LIST) each) for RV(policies), RV(policy_digest) and RV(policy_changes).
+        V(false) where they are not needed (the role's clean-up and summary).
+    type: bool
+    default: true
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
@@ -160,12 +166,12 @@ policies:
   returned: always
   type: dict
 policy_digest:
-  description: Per kind, C(<namespace/name>) -> a hash of its labels and spec.
+  description: Per kind, C(<namespace/name>) -> a hash of its labels and spec (empty with O(policies=false)).
   returned: always
   type: dict
 policy_changes:
   description: Against the digest in the record - each object gone, new or changed, one line each.
-  returned: when the record holds a digest
+  returned: when the record holds a digest and O(policies) is true
   type: list
   elements: str
 manifest_era:
@@ -200,7 +206,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.operator_migr
 
 _PASSED = ("release_manifest", "version", "namespace", "daemonset", "kube_controllers", "config_map",
            "operator_namespace", "operator_deployment", "calico_namespace", "record_namespace", "record_name",
-           "accept", "leftovers")
+           "accept", "leftovers", "policies")
 
 
 def main():
@@ -218,6 +224,7 @@ def main():
         record_name=dict(type="str", default="calico-ops-operator-migration"),
         accept=dict(type="list", elements="str", default=[]),
         leftovers=dict(type="bool", default=False),
+        policies=dict(type="bool", default=True),
     ), error_prefix="operator migration: ", errors=(ReleaseManifestError,),
         subject=lambda p: describe_object("apps/v1", "daemonsets", p["namespace"], p["daemonset"])).run(
         lambda m: run_operator_migration_info(m.client(), **dict((k, m.params[k]) for k in _PASSED)))

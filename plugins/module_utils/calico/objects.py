@@ -87,6 +87,26 @@ def env_value(cont, name, configmaps=None):
     return None, None
 
 
+# annotations the API server or kubectl set, not the user: left out of a document to apply again
+SERVER_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration", "deprecated.daemonset.template.generation",
+                      "deployment.kubernetes.io/revision")
+
+
+def applyable(obj, api_version=None, kind=None):
+    """A live Kubernetes object as a document to apply again: every top-level field but ``status``, and of the
+    metadata only name, namespace, labels and the user's annotations. The object is not changed."""
+    meta = obj.get("metadata") or {}
+    annotations = dict((k, v) for k, v in (meta.get("annotations") or {}).items() if k not in SERVER_ANNOTATIONS)
+    out = {"apiVersion": api_version or obj.get("apiVersion"), "kind": kind or obj.get("kind"),
+           "metadata": dict((k, meta[k]) for k in ("name", "namespace", "labels") if meta.get(k))}
+    if annotations:
+        out["metadata"]["annotations"] = annotations
+    for field, value in obj.items():
+        if field not in ("apiVersion", "kind", "metadata", "status"):
+            out[field] = value
+    return out
+
+
 def decode_helm_release(secret):
     """A Helm 3 release Secret -> ``{name, namespace, revision, status, chart, chart_version, app_version,
     secret}``; None when it cannot be decoded. The release's values are not returned (they may hold secrets)."""

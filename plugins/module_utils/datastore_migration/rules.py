@@ -20,6 +20,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.objects import applyable
+
 # (plural for calicoctl, kind, namespaced): calicoctl/commands/datastore/migrate/export.go allV3Resources
 KINDS = (
     ("ippools", "IPPool", False),
@@ -79,21 +81,8 @@ def clean(obj):
 
 
 def clean_workload(api_version, kind, obj):
-    """A live Kubernetes object as a document to apply again: name, namespace, labels, annotations (but kubectl's
-    last-applied copy), and ``spec`` or ``data``."""
-    meta = obj.get("metadata") or {}
-    annotations = dict((k, v) for k, v in (meta.get("annotations") or {}).items()
-                       if k != "kubectl.kubernetes.io/last-applied-configuration"
-                       and k != "deprecated.daemonset.template.generation"
-                       and k != "deployment.kubernetes.io/revision")
-    out = {"apiVersion": api_version, "kind": kind,
-           "metadata": dict((k, meta[k]) for k in ("name", "namespace", "labels") if meta.get(k))}
-    if annotations:
-        out["metadata"]["annotations"] = annotations
-    for field in ("spec", "data"):
-        if field in obj:
-            out[field] = obj[field]
-    return out
+    """A live Kubernetes object as a document to apply again (``calico.objects.applyable``)."""
+    return applyable(obj, api_version, kind)
 
 
 def missing_from_export(source):

@@ -210,6 +210,17 @@ def _describe_env(entry):
     return json.dumps(entry.get("valueFrom"), sort_keys=True)
 
 
+def _rendered_or_refused(where, name, value, rel_entry, rendered, workload, accept_hint=True):
+    """An env var the user changed: what the operator renders in its place (``rendered``: a description), or refused -
+    no Installation field carries it."""
+    if rendered:
+        return _item(where, name, value, _describe_env(rel_entry), maps_to=rendered)
+    hint = " (or accept losing it: operator_migration_accept)" if accept_hint else ""
+    return _item(where, name, value, _describe_env(rel_entry),
+                 refused="an Installation has no field for %s %s" % (where, name),
+                 fix="remove %s from %s%s" % (name, workload, hint))
+
+
 def _node_env(running, release, configmaps):
     out = []
     cont, rel = container(running, NODE_CONTAINER), container(release, NODE_CONTAINER)
@@ -238,21 +249,16 @@ def _node_env(running, release, configmaps):
             continue  # as the release sets it: rendered by the operator the same way
         if name in DROPPED:
             out.append(_item(where, name, value, _describe_env(rel_entry),
-                             refused="the operator drops calico-node env %s (it does not move it to FelixConfiguration)"
-                             % name, fix="set spec.%s of FelixConfiguration default to %s and remove %s from the "
-                             "DaemonSet (or accept losing it: operator_migration_accept)" % (DROPPED[name], value, name)))
-        elif name in RENDERED:
-            out.append(_item(where, name, value, _describe_env(rel_entry), maps_to=RENDERED[name]))
-        elif name.startswith("FELIX_"):
-            field = name[len("FELIX_"):].lower()
-            out.append(_item(where, name, value, _describe_env(rel_entry),
-                             maps_to="FelixConfiguration default (the operator moves FELIX_%s there: %s)"
-                             % (name[len("FELIX_"):], field)))
+                             refused="the operator drops calico-node env %s (it does not move it to "
+                             "FelixConfiguration)" % name,
+                             fix="set spec.%s of FelixConfiguration default to %s and remove %s from the DaemonSet (or "
+                             "accept losing it: operator_migration_accept)" % (DROPPED[name], value, name)))
         else:
-            out.append(_item(where, name, value, _describe_env(rel_entry),
-                             refused="an Installation has no field for calico-node env %s" % name,
-                             fix="remove %s from the calico-node DaemonSet (or accept losing it: "
-                                 "operator_migration_accept)" % name))
+            felix = name[len("FELIX_"):] if name.startswith("FELIX_") else None
+            moved = felix and "FelixConfiguration default (the operator moves FELIX_%s there: %s)" % (
+                felix, felix.lower())
+            out.append(_rendered_or_refused(where, name, value, rel_entry, RENDERED.get(name) or moved,
+                                            "the calico-node DaemonSet"))
     for name in _env_names(rel):
         if _env_entry(cont, name) is None and name not in RENDERED and name not in DROPPED \
                 and not name.startswith("FELIX_"):
@@ -272,13 +278,10 @@ def _cni_env(running, release, configmaps):
         if name == "KUBERNETES_NODE_NAME" and "value" in entry:
             out.append(_item("install-cni env", name, value, refused="KUBERNETES_NODE_NAME must be unset or the "
                              "field spec.nodeName", fix="remove it or set it from the field spec.nodeName"))
-        elif name in CNI_RENDERED:
-            out.append(_item("install-cni env", name, value, _describe_env(rel_entry),
-                             maps_to="spec.cni / spec.calicoNetwork (rendered by the operator)"))
         else:
-            out.append(_item("install-cni env", name, value, _describe_env(rel_entry),
-                             refused="an Installation has no field for install-cni env %s" % name,
-                             fix="remove %s from the install-cni init container" % name))
+            out.append(_rendered_or_refused("install-cni env", name, value, rel_entry, name in CNI_RENDERED and (
+                "spec.cni / spec.calicoNetwork (rendered by the operator)"), "the install-cni init container",
+                accept_hint=False))
     return out
 
 
@@ -395,14 +398,9 @@ def _kube_controllers(running, release, configmaps):
             continue
         if rel_entry is not None and _same_env(entry, rel_entry):
             continue
-        if name in KUBE_CONTROLLERS_RENDERED:
-            out.append(_item("calico-kube-controllers env", name, value, _describe_env(rel_entry),
-                             maps_to="rendered by the operator"))
-        else:
-            out.append(_item("calico-kube-controllers env", name, value, _describe_env(rel_entry),
-                             refused="an Installation has no field for calico-kube-controllers env %s" % name,
-                             fix="remove %s from calico-kube-controllers (or accept losing it: "
-                                 "operator_migration_accept)" % name))
+        out.append(_rendered_or_refused("calico-kube-controllers env", name, value, rel_entry,
+                                        name in KUBE_CONTROLLERS_RENDERED and "rendered by the operator",
+                                        "calico-kube-controllers"))
     return out
 
 

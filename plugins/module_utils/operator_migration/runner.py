@@ -18,7 +18,8 @@ __metaclass__ = type
 import json
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.manifest import load_documents
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.objects import container, env_value
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.objects import (
+    applyable, container, env_value)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.operator_migration import rules
 
 CRD_API = "crd.projectcalico.org/v1"
@@ -83,7 +84,7 @@ def read_leftovers(client, refs):
         for ref in wanted:
             live[ref] = names.get(ref[3])
     kept = [list(ref) for ref in rules.leftovers([r for r in refs if tuple(r) in live], live, cluster_scoped=True)]
-    return [{"ref": ref, "object": dict(_clean(live[tuple(ref)]), apiVersion=ref[0], kind=ref[1])}
+    return [{"ref": ref, "object": applyable(live[tuple(ref)], ref[0], ref[1])}
             for ref in rules.leftovers([r for r in refs if tuple(r) in live], live)], kept
 
 
@@ -92,7 +93,7 @@ def run_operator_migration_info(client, release_manifest, namespace="kube-system
                                 operator_namespace="tigera-operator", operator_deployment="tigera-operator",
                                 calico_namespace="calico-system", record_namespace="kube-system",
                                 record_name="calico-ops-operator-migration", accept=(), version=None,
-                                leftovers=False):
+                                leftovers=False, policies=True):
     node_ds = client.get("apps/v1", "daemonsets", daemonset, namespace=namespace)
     observed = {
         "node_ds": node_ds,
@@ -101,8 +102,9 @@ def run_operator_migration_info(client, release_manifest, namespace="kube-system
         "canal": any(client.get("apps/v1", "daemonsets", n, namespace=namespace, metadata_only=True) is not None
                      for n in ("canal", "canal-node")),
         "ippools": client.list_or_none(CRD_API, "ippools") or [],
-        "felix_default": _get_or_none(client, CRD_API, "felixconfigurations", "default"),
-        "installation": client.get(OPERATOR_API, "installations", "default") if _served(client) else None,
+        # a GET of a type that is not served answers 404 too: None, like an object that does not exist
+        "felix_default": client.get(CRD_API, "felixconfigurations", "default"),
+        "installation": client.get(OPERATOR_API, "installations", "default"),
         "operator": client.get("apps/v1", "deployments", operator_deployment, namespace=operator_namespace),
         "operator_node_ds": client.get("apps/v1", "daemonsets", daemonset, namespace=calico_namespace),
     }
@@ -142,7 +144,7 @@ def run_operator_migration_info(client, release_manifest, namespace="kube-system
         refusals = rules.refused(items, accept) + derive_problems
     plan = rules.decide(observed, record_data.get("phase"), refusals, running_version, datastore)
 
-    policies = rules.policy_digest(read_policies(client))
+    digest = rules.policy_digest(read_policies(client)) if policies else {}
     installation = observed["installation"]
     result = {
         "plan": plan,
@@ -157,8 +159,8 @@ def run_operator_migration_info(client, release_manifest, namespace="kube-system
         "customisations": items + derive_problems,
         "refusals": refusals,
         "derived": derived,
-        "policies": rules.policy_counts(policies),
-        "policy_digest": policies,
+        "policies": rules.policy_counts(digest),
+        "policy_digest": digest,
         "record": {"exists": record is not None, "phase": record_data.get("phase"), "data": record_data},
     }
     if record_data.get("installation") and result["installation"]["computed"]:
@@ -167,9 +169,9 @@ def run_operator_migration_info(client, release_manifest, namespace="kube-system
                 json.loads(record_data["installation"]), result["installation"]["computed"])
         except ValueError:
             result["installation"]["differences"] = ["the record's Installation is not readable JSON"]
-    if record_data.get("policies"):
+    if record_data.get("policies") and policies:
         try:
-            result["policy_changes"] = rules.policy_changes(json.loads(record_data["policies"]), policies)
+            result["policy_changes"] = rules.policy_changes(json.loads(record_data["policies"]), digest)
         except ValueError:
             result["policy_changes"] = ["the record's policies are not readable JSON"]
     if node_ds is not None:
@@ -184,29 +186,8 @@ def run_operator_migration_info(client, release_manifest, namespace="kube-system
     return result
 
 
-def _get_or_none(client, api_version, plural, name):
-    """One object, or None when it or its type does not exist (both answer 404)."""
-    return client.get(api_version, plural, name)
-
-
-def _served(client):
-    """Whether operator.tigera.io/v1 is served (one discovery GET): a cluster without the operator's CRDs answers
-    404 for it, and that is not an error here."""
-    return client.get("apiextensions.k8s.io/v1", "customresourcedefinitions", "installations.operator.tigera.io",
-                      metadata_only=True) is not None
-
-
-def _clean(obj):
-    out = dict((k, v) for k, v in obj.items() if k != "status")
-    meta = dict((k, v) for k, v in (obj.get("metadata") or {}).items()
-                if k in ("name", "namespace", "labels", "annotations"))
-    meta.get("annotations", {}).pop("kubectl.kubernetes.io/last-applied-configuration", None)
-    out["metadata"] = meta
-    return out
-
-
 def manifest_era(observed):
     """The manifest install's calico-node, calico-kube-controllers and calico-config as they are, cleaned for a
     later apply (no status, no server-set metadata): what the record keeps before the operator acts."""
-    return [_clean(o) for o in (observed.get("node_ds"), observed.get("kube_controllers"),
-                                observed.get("config_map")) if o]
+    return [applyable(o) for o in (observed.get("node_ds"), observed.get("kube_controllers"),
+                                   observed.get("config_map")) if o]

@@ -391,3 +391,20 @@ def test_runner_refuses_before_any_write_when_felixconfiguration_default_is_miss
     out = run_operator_migration_info(client(dyn), RELEASE_TEXT)
     assert out["plan"]["action"] == "refuse" and "FelixConfiguration default does not exist" in out["plan"]["reason"]
     assert dyn.writes() == []
+
+
+def test_what_the_record_keeps_is_the_whole_object_and_the_live_one_is_not_changed():
+    """The record's copy of a removed object keeps every field of it (a ServiceAccount's imagePullSecrets, not only
+    spec/data) but server-set metadata; reading it does not change the object read (an earlier version popped kubectl's
+    annotation out of the live object)."""
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.objects import applyable
+    live = {"apiVersion": "v1", "kind": "ServiceAccount", "status": {},
+            "metadata": {"name": "calico-node", "namespace": "kube-system", "uid": "u", "resourceVersion": "9",
+                         "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "net"}},
+            "imagePullSecrets": [{"name": "mirror"}], "automountServiceAccountToken": False}
+    before = copy.deepcopy(live)
+    assert applyable(live) == {"apiVersion": "v1", "kind": "ServiceAccount",
+                               "metadata": {"name": "calico-node", "namespace": "kube-system",
+                                            "annotations": {"team": "net"}},
+                               "imagePullSecrets": [{"name": "mirror"}], "automountServiceAccountToken": False}
+    assert live == before
