@@ -9,7 +9,10 @@ export PATH="$BIN:$PATH"
 export PYTHONPATH="$ROOT/tests"
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections"
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(lint changelog sanity unit units importer matrix_reduced integration reliability+molecule)
+# The static checks (lint to matrix_reduced, one after another) run beside the integration pool, reliability beside
+# Molecule: most of an integration test's or a scenario's time is spent waiting on controllers (the real Tigera
+# operator's reconcile, kwok, the waits' polls), which the other member's CPU work fills.
+[ ${#steps[@]} -gt 0 ] || steps=(static+integration reliability+molecule)
 
 passed=0; failed=0; failed_names=()
 started_cp=""
@@ -36,6 +39,20 @@ need_cluster() {
 step_lint() {
   ansible-lint --version | head -1
   ansible-lint
+}
+
+# lint, changelog, sanity, unit, units, importer and matrix_reduced one after another (each reported); fails when any
+# failed, after running all of them
+step_static() {
+  local s rc=0 start results=()
+  for s in lint changelog sanity unit units importer matrix_reduced; do
+    echo "---------- $s"
+    start=$(date +%s)
+    if "step_$s"; then results+=("$s: ok ($(( $(date +%s) - start ))s)")
+    else results+=("$s: FAILED ($(( $(date +%s) - start ))s)"); rc=1; fi
+  done
+  printf '%s\n' "${results[@]}"
+  return $rc
 }
 
 step_changelog() {
@@ -122,11 +139,11 @@ step_molecule() {
   # scenarios install and remove the real Tigera operator and Calico's CRDs, and on one shared control plane what
   # one scenario's cleanup leaves (seen: install_ebpf after enable_ebpf and host_endpoints met TigeraStatus
   # ippools Degraded, "no matches for kind IPPool in version projectcalico.org/v3") decided the next one's result.
-  # So they can also run side by side: CALICO_OPS_MOLECULE_JOBS at a time (default 2; most of a scenario's time is
+  # So they can also run side by side: CALICO_OPS_MOLECULE_JOBS at a time (default 3; most of a scenario's time is
   # spent waiting on the operator and kwok), each `molecule test -s <scenario>` into a log of its own, printed
   # whole when it ends. Molecule's own state and Ansible's temporary files under .build, not in the user's
   # ~/.ansible.
-  local jobs=${CALICO_OPS_MOLECULE_JOBS:-2} logs=$ROOT/.build/molecule-logs scenarios=() s
+  local jobs=${CALICO_OPS_MOLECULE_JOBS:-3} logs=$ROOT/.build/molecule-logs scenarios=() s
   for s in extensions/molecule/*/molecule.yml; do s=${s%/molecule.yml}; scenarios+=("${s##*/}"); done
   [ -n "${CALICO_OPS_MOLECULE_SCENARIOS:-}" ] && read -r -a scenarios <<< "$CALICO_OPS_MOLECULE_SCENARIOS"
   rm -rf "$logs" && mkdir -p "$logs"
