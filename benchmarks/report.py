@@ -7,12 +7,15 @@ writes to benchmarks/results/results.json: ``{"jobs": {job: {str(N): row}}, ...}
      "ours": {"runs_s": [..], "median_s": .., "reads": .., "writes": .., "changed": .., "rerun_writes": 0},
      "naive": {"runs_s": [..], "median_s": .., "reads": .., "writes": ..}        # measured
           or {"predicted_s": .., "from_n": 100, "not_measured": "reason"}        # a prediction, never measured
+     "limit": {"runs_s": [..], "median_s": .., "reads": .., "writes": .., "concurrency": 16, "sweep_s": {..}},
+     "kubectl": {"runs_s": [..], "median_s": .., "reads": .., "writes": ..}      # where the job has them
      }
 """
 
 import math
 
-JOB_ORDER = ("preflight", "owner_references", "host_endpoint_migration", "install_ebpf", "upgrade")
+JOB_ORDER = ("preflight", "owner_references", "host_endpoint_migration", "install_ebpf", "upgrade", "datastore_migration",
+             "operator_migration", "disable_ebpf")
 
 
 def median(values):
@@ -118,6 +121,41 @@ def render_markdown(results):
             ours.get("changed", "-") if ours.get("changed") is not None else "-",
             ours.get("rerun_writes", "-") if ours.get("rerun_writes") is not None else "-"))
     return "\n".join(lines) + "\n"
+
+
+def per_second(side):
+    """Writes per second of a measured side (None when not measured or without writes)."""
+    if not side or side.get("median_s") is None or not side.get("writes") or side["median_s"] <= 0:
+        return None
+    return side["writes"] / float(side["median_s"])
+
+
+def render_limits(results):
+    """The rows measured against the limit (the job's own requests from a bare client at its best concurrency) and
+    kubectl bulk: medians, writes per second, ours' throughput as a share of the limit's, kubectl bulk's time over
+    ours' (above 1: ours is faster), and each contender's requests. Empty when no row has them."""
+    lines = [
+        "| job | N | ours median s | limit median s (at concurrency c) | kubectl bulk median s | writes/s ours / limit / "
+        "kubectl | ours / limit (throughput) | kubectl / ours (time) | requests reads / writes: ours ; limit ; "
+        "kubectl |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rows = 0
+    for job, row in sorted_rows(results):
+        ours, lim, kub = row.get("ours") or {}, row.get("limit") or {}, row.get("kubectl") or {}
+        if lim.get("median_s") is None and kub.get("median_s") is None:
+            continue
+        rows += 1
+        rates = [per_second(x) for x in (ours, lim, kub)]
+        share = (rates[0] / rates[1]) if rates[0] and rates[1] else None
+        against = ratio(kub.get("median_s"), ours.get("median_s"))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            job, "%d %s" % (row["n"], row.get("unit", "")) if row.get("unit") else row["n"], measured_cell(ours),
+            measured_cell(lim) + (" at c=%d" % lim["concurrency"] if lim.get("concurrency") else ""),
+            measured_cell(kub), " / ".join("%.0f" % r if r else "-" for r in rates),
+            "%.2f" % share if share is not None else "-", "%.1fx" % against if against is not None else "-",
+            " ; ".join(_requests(x) for x in (ours, lim, kub))))
+    return "\n".join(lines) + "\n" if rows else ""
 
 
 def _when(side, row):

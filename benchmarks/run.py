@@ -11,6 +11,8 @@ Jobs (the objects and plays of benchmarks/preflight.py, owner_references.py and 
   (one Calico Node each in etcd); naive: Calico's documented command sequence scripted (DatastoreMigration);
 * operator_migration: playbooks/migrate_to_operator.yml (a manifest install moved to the real operator) with N nodes;
   naive: Calico's documented steps scripted (OperatorMigration);
+* disable_ebpf: playbooks/disable_ebpf.yml (an eBPF install of install_ebpf.yml taken back to Iptables, the real
+  operator) with N nodes; naive: the reverse of Calico's documented steps scripted with kubectl (DisableEbpf);
 * install_ebpf: playbooks/install_ebpf.yml (open source, release mirror) on a cluster without Calico, with
   ``ebpf_install_wait: false`` (TigeraStatus is read once, not waited for) and the time of every task whose
   name says "wait" (the CRDs Established wait) subtracted; naive: kubernetes.core.k8s ``src:`` of the same
@@ -41,6 +43,7 @@ import json
 import os
 import platform
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,6 +59,7 @@ for extra in (HERE, REPO / "tests", REPO / "tests" / "integration"):
     sys.path.insert(0, str(extra))
 
 import host_endpoint_migration as hep_bench  # noqa: E402
+import limit  # noqa: E402
 import owner_references as or_bench  # noqa: E402
 import preflight as pf_bench  # noqa: E402
 import report  # noqa: E402
@@ -65,8 +69,12 @@ from localcp.fixtures import Ansible, Cluster, collections_path  # noqa: E402
 
 RESULTS = HERE / "results"
 ALL_JOBS = ("preflight", "owner_references", "host_endpoint_migration", "install_ebpf", "upgrade", "datastore_migration",
-            "operator_migration")
+            "operator_migration", "disable_ebpf")
 PREFLIGHT_MAX_NODES = 2000
+# contenders beside ours and the naive loop, run where the job defines them (a method of that name):
+# limit - the job's own requests from a bare client at the best concurrency (benchmarks/limit.py);
+# kubectl - the job scripted with kubectl alone, one process per step (benchmarks/kubectl_bulk/)
+OTHER_CONTENDERS = ("limit", "kubectl")
 
 
 # -- measuring one play ------------------------------------------------------------------------------------
@@ -136,6 +144,28 @@ def combine(*parts):
     out["writes_by_resource"] = dict(sum((collections.Counter(p["writes_by_resource"]) for p in parts),
                                          collections.Counter()))
     return out
+
+
+def collection_rules(job):
+    """The pure rules module of a job's package in the collection (plugins/module_utils/<job>/rules.py): the limit
+    contender builds its requests with the module's own functions."""
+    import importlib
+    path = collections_path()
+    if path not in sys.path:
+        sys.path.append(path)
+    return importlib.import_module("ansible_collections.calico_ops.lifecycle.plugins.module_utils.%s.rules" % job)
+
+
+def run_script(cluster, script, *args):
+    """A kubectl bulk script (benchmarks/kubectl_bulk/) against the cluster: KUBECONFIG its admin's, its kubectl
+    first on PATH. Fails with the script's output."""
+    env = dict(os.environ, KUBECONFIG=str(cluster.kubeconfig))
+    env["PATH"] = os.path.dirname(cluster.bin("kubectl")) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.run(["bash", str(script)] + list(args), env=env, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise RuntimeError("%s %s failed (%d):\n%s\n%s" % (script.name, " ".join(args), proc.returncode,
+                                                         proc.stdout[-3000:], proc.stderr[-3000:]))
+    return proc.stdout
 
 
 # -- jobs --------------------------------------------------------------------------------------------------
@@ -278,6 +308,111 @@ class OwnerReferences(Job):
         assert m["writes"] == m["changed"], m
         return m
 
+    def _other_cycle(self, prefix, detach, attach):
+        """detach() and attach() of a contender other than Ansible, timed apart (the owners' replacement between
+        them is not), requests from the audit log (user admin); the same checks as ours'."""
+        b = self.bench
+        count = b.make_dependents(prefix)
+        phases = []
+        for phase, func in (("detach", detach), ("attach", attach)):
+            if phase == "attach":
+                assert all(not or_bench.calico_refs(d) for d in b.dependents(prefix))
+                b.replace_owners()
+            mark = self.cluster.audit.mark()
+            wall = func(prefix)
+            reads, writes, dry = split(self.cluster.audit.events_since(mark))
+            phases.append({"wall_s": round(wall, 3), "reads": reads, "writes": len(writes), "dry_run_writes": dry,
+                           "writes_by_resource": dict(collections.Counter(
+                               (w.get("objectRef") or {}).get("resource") for w in writes))})
+        b.verify(prefix, count)
+        m = combine(*phases)
+        m.update({"changed": 2 * count, "detach": phases[0], "attach": phases[1]})
+        assert m["writes"] == 2 * count, m  # every dependent written once per phase
+        for ns in b.namespaces:
+            b.api.req("DELETE", or_bench.coll("v1", "configmaps", ns), query={"labelSelector": "bench=" + prefix})
+        return m
+
+    def _limit_cycle(self, prefix, concurrency):
+        """The requests ours' module sends for the dependents, by a bare client: one LIST of the ConfigMaps, one
+        guarded JSON patch per dependent (the module's own ops: owner_references/rules.py refs_patch), kept in
+        memory instead of a record; at attach one LIST of the ConfigMaps and one of each owner kind."""
+        refs_patch = collection_rules("owner_references").refs_patch
+        client = limit.BareClient(self.cluster.cp)
+        kept = {}
+
+        def mine(ref_):
+            return ref_.get("apiVersion") == or_bench.CALICO
+
+        def detach(_prefix):
+            start = time.monotonic()
+            stream = []
+            for cm in client.list("/api/v1/configmaps"):
+                meta = cm["metadata"]
+                refs = meta.get("ownerReferences") or []
+                if any(mine(r) for r in refs):
+                    kept[meta["uid"]] = refs
+                    stream.append({"method": "PATCH", "content_type": "application/json-patch+json",
+                                   "path": "/api/v1/namespaces/%s/configmaps/%s" % (meta["namespace"], meta["name"]),
+                                   "body": refs_patch(meta["uid"], refs, [r for r in refs if not mine(r)],
+                                                      meta["resourceVersion"])})
+            client.send(stream, concurrency)
+            return time.monotonic() - start
+
+        def attach(_prefix):
+            start = time.monotonic()
+            nps = dict(("%s/%s" % (o["metadata"]["namespace"], o["metadata"]["name"]), o["metadata"]["uid"])
+                       for o in client.list("/apis/projectcalico.org/v3/networkpolicies"))
+            gnps = dict((o["metadata"]["name"], o["metadata"]["uid"])
+                        for o in client.list("/apis/projectcalico.org/v3/globalnetworkpolicies"))
+            stream = []
+            for cm in client.list("/api/v1/configmaps"):
+                meta = cm["metadata"]
+                if meta["uid"] not in kept:
+                    continue
+                new = [dict(r, uid=gnps[r["name"]] if r["kind"] == "GlobalNetworkPolicy"
+                            else nps["%s/%s" % (meta["namespace"], r["name"])]) if mine(r) else r
+                       for r in kept[meta["uid"]]]
+                stream.append({"method": "PATCH", "content_type": "application/json-patch+json",
+                               "path": "/api/v1/namespaces/%s/configmaps/%s" % (meta["namespace"], meta["name"]),
+                               "body": refs_patch(meta["uid"], meta.get("ownerReferences"), new,
+                                                  meta["resourceVersion"])})
+            client.send(stream, concurrency)
+            return time.monotonic() - start
+
+        m = self._other_cycle(prefix, detach, attach)
+        m["concurrency"] = concurrency
+        return m
+
+    def limit(self, rep):
+        """The job's floor: at the first run the concurrency is swept (1 to 32, a whole cycle each) and the best
+        kept; every run sends at the best."""
+        if rep == 0:
+            sweeps = {}
+
+            def at(level):
+                sweeps[level] = self._limit_cycle("s%d" % level, level)
+                return sweeps[level]["wall_s"]
+            self.best, self.sweep_s = limit.sweep(at)
+            m = sweeps[self.best]
+        else:
+            m = self._limit_cycle("b%d" % rep, self.best)
+        m["sweep_s"] = self.sweep_s
+        return m
+
+    def kubectl(self, rep):
+        script = HERE / "kubectl_bulk" / "owner_references.sh"
+        work = self.workdir / ("kubectl-%d-%s" % (rep, os.urandom(2).hex()))
+        work.mkdir()
+        record = work / "record.json"
+
+        def phase(name):
+            def run(_prefix):
+                start = time.monotonic()
+                run_script(self.cluster, script, name, str(record), str(work))
+                return time.monotonic() - start
+            return run
+        return self._other_cycle("k%d" % rep, phase("detach"), phase("attach"))
+
 
 class HostEndpointMigration(Job):
     unit = "endpoints"
@@ -327,6 +462,95 @@ class HostEndpointMigration(Job):
     def naive(self, rep):
         m, _ = self._round("l%d" % rep, hep_bench.LOOP_PLAY, {"loop_nodes": self.bench.nodes}, False)
         return m
+
+    def _other_round(self, round_name, func):
+        """``func(round_name)`` -> seconds, with the real calico-kube-controllers running; requests from the audit log
+        (user admin); the same checks as ours'."""
+        b = self.bench
+        self._reset(round_name)
+        with hep_bench.KubeControllers(self.cluster):
+            mark = self.cluster.audit.mark()
+            wall = func(round_name)
+            reads, writes, dry = split(self.cluster.audit.events_since(mark))
+        b.verify(round_name, b.nodes)
+        by = dict(collections.Counter((w.get("objectRef") or {}).get("resource") for w in writes))
+        target = by.get("nodes", 0) + by.get("hostendpoints", 0) + by.get("kubecontrollersconfigurations", 0)
+        assert target == 2 * self.n + 1, ("writes to nodes/host endpoints/KubeControllersConfiguration", target, by)
+        return {"wall_s": round(wall, 3), "reads": reads, "writes": len(writes), "dry_run_writes": dry,
+                "writes_by_resource": by, "changed": 2 * self.n + 1}
+
+    def _limit_round(self, round_name, concurrency):
+        """The requests ours' module sends, by a bare client: the endpoints and nodes listed once, one guarded JSON
+        patch of each node's labels (the module's own ops: host_endpoints/rules.py label_patch), the
+        KubeControllersConfiguration patch, the endpoints listed every second until calico-kube-controllers has
+        made every node's automatic endpoint with the labels (as ours' poll_interval 1), one DELETE per old endpoint
+        with its UID as precondition."""
+        rules = collection_rules("host_endpoints")
+        from kube_controllers import calico_labels
+        client = limit.BareClient(self.cluster.cp)
+        mine = set(self.bench.nodes)
+        heps_path = hep_bench.HEPS
+
+        def run(rnd):
+            start = time.monotonic()
+            old = [h for h in client.list(heps_path) if h["spec"].get("interfaceName") == "*"
+                   and not h["metadata"]["name"].endswith("-auto-hep") and h["spec"].get("node") in mine
+                   and (h["metadata"].get("labels") or {}).get("bench-round") == rnd]
+            nodes = dict((n["metadata"]["name"], n) for n in client.list("/api/v1/nodes"))
+            stream = []
+            for h in old:
+                node = nodes[h["spec"]["node"]]["metadata"]
+                stream.append({"method": "PATCH", "path": "/api/v1/nodes/" + node["name"],
+                               "content_type": "application/json-patch+json",
+                               "body": rules.label_patch(node.get("labels"), h["metadata"]["labels"],
+                                                         node["resourceVersion"])})
+            client.send(stream, concurrency)
+            client.send([{"method": "PATCH", "path": hep_bench.KCC, "content_type": "application/merge-patch+json",
+                          "body": {"spec": {"controllers": {"node": {"hostEndpoint": {"autoCreate": "Enabled"}}}}}}], 1)
+            want = dict((h["spec"]["node"], h["metadata"]["labels"]) for h in old)
+            deadline = time.monotonic() + 600
+            while True:
+                auto = dict((h["spec"].get("node"), h) for h in client.list(heps_path)
+                            if h["metadata"]["name"].endswith("-auto-hep"))
+                if all(node in auto and all(calico_labels(auto[node]).get(k) == v for k, v in labels.items())
+                       for node, labels in want.items()):
+                    break
+                assert time.monotonic() < deadline, "automatic endpoints missing after 600 s"
+                time.sleep(1)
+            client.send([{"method": "DELETE", "path": "%s/%s" % (heps_path, h["metadata"]["name"]),
+                          "body": {"kind": "DeleteOptions", "apiVersion": "v1",
+                                   "preconditions": {"uid": h["metadata"]["uid"]}}} for h in old], concurrency)
+            return time.monotonic() - start
+
+        m = self._other_round(round_name, run)
+        m["concurrency"] = concurrency
+        return m
+
+    def limit(self, rep):
+        """The job's floor: at the first run the concurrency is swept (1 to 32, a whole round each), the best kept."""
+        if rep == 0:
+            sweeps = {}
+
+            def at(level):
+                sweeps[level] = self._limit_round("s%d" % level, level)
+                return sweeps[level]["wall_s"]
+            self.best, self.sweep_s = limit.sweep(at)
+            m = sweeps[self.best]
+        else:
+            m = self._limit_round("b%d" % rep, self.best)
+        m["sweep_s"] = self.sweep_s
+        return m
+
+    def kubectl(self, rep):
+        script = HERE / "kubectl_bulk" / "host_endpoint_migration.sh"
+        work = self.workdir / ("kubectl-%d-%s" % (rep, os.urandom(2).hex()))
+        work.mkdir()
+
+        def run(rnd):
+            start = time.monotonic()
+            run_script(self.cluster, script, rnd, str(work))
+            return time.monotonic() - start
+        return self._other_round("k%d" % rep, run)
 
 
 INSTALL_NAIVE = """
@@ -710,9 +934,91 @@ class OperatorMigration(DatastoreMigration):
             "manifest_url": self.cluster.mirror_url, "version": "v3.31.4"}, "naive operator migration")[0]
 
 
+DISABLE_NAIVE = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Put kube-proxy back on its nodes (the nodeSelector key non-calico removed)
+      ansible.builtin.command: >-
+        {{ kubectl }} --kubeconfig {{ kubeconfig }} -n kube-system patch daemonset kube-proxy --type merge
+        -p '{"spec": {"template": {"spec": {"nodeSelector": {"non-calico": null}}}}}'
+    - name: Wait for kube-proxy to be ready on every node
+      ansible.builtin.command: >-
+        {{ kubectl }} --kubeconfig {{ kubeconfig }} -n kube-system rollout status daemonset/kube-proxy --timeout=600s
+    - name: Switch Installation default to the Iptables data plane
+      ansible.builtin.command: >-
+        {{ kubectl }} --kubeconfig {{ kubeconfig }} patch installation.operator.tigera.io default --type merge
+        -p '{"spec": {"calicoNetwork": {"linuxDataplane": "Iptables"}}}'
+    - name: Wait for TigeraStatus calico to be Available
+      ansible.builtin.command: >-
+        {{ kubectl }} --kubeconfig {{ kubeconfig }} wait --for=condition=Available tigerastatus/calico --timeout=10s
+      register: available
+      until: available.rc == 0
+      retries: 120
+      delay: 5
+"""
+
+
+class DisableEbpf(DatastoreMigration):
+    """playbooks/disable_ebpf.yml on an eBPF install of install_ebpf.yml (open source, the ConfigMap path, kube-proxy
+    kept off its nodes by the nodeSelector non-calico; the real operator v1.40.7 reconciles it) with N nodes.
+    Each run starts from a fresh install (not timed). The time of the tasks named "wait" (kube-proxy's pods on every
+    node, TigeraStatus) is subtracted from both. Naive: the reverse of Calico's "Enabling the eBPF data plane"
+    scripted with kubectl (patch kube-proxy's nodeSelector, rollout status, patch the Installation to Iptables, wait
+    for TigeraStatus calico), without ours' preflight (who set bpfEnabled, the platform), the readiness check before
+    the switch, the check that the operator saw the new generation, or the summary."""
+    unit = "nodes (whole rollback)"
+
+    def _install(self, rep):
+        self._clean()
+        d = self.workdir / ("install-%d-%s" % (rep, os.urandom(2).hex()))
+        d.mkdir()
+        install = self._vars(rep)
+        install.update({"ebpf_install_wait": True, "ebpf_install_timeout": 900, "ebpf_install_apiserver": False,
+                        "ebpf_install_goldmane": False, "ebpf_install_whisker": False,
+                        "ebpf_install_artifacts_dir": str(d / "artifacts"), "preflight_report_dir": str(d / "report")})
+        res = self.ansible.playbook("playbooks/install_ebpf.yml", extra_vars=install, timeout=1800)
+        if res.rc != 0:
+            raise RuntimeError("install_ebpf.yml failed:\n%s\n%s" % (res.stdout[-5000:], res.stderr[-3000:]))
+
+    def _rolled_back(self):
+        inst = json.loads(self.cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
+        assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables", inst["spec"]
+        ds = json.loads(self.cluster.kubectl("get", "daemonset", "kube-proxy", "-n", "kube-system", "-o", "json").stdout)
+        assert "non-calico" not in (ds["spec"]["template"]["spec"].get("nodeSelector") or {})
+        assert ds["status"]["numberReady"] >= self.n, ds["status"]
+
+    def _variables(self):
+        return {"ebpf_rollback_platform": "kubeadm", "ebpf_rollback_timeout": 900, "ebpf_rollback_poll_interval": 2,
+                "kube_proxy_timeout": 900, "kube_proxy_poll_interval": 2}
+
+    def ours(self, rep):
+        self._install(rep)
+        m = self._excluding_waits(timed_play(self.cluster, self.ansible, "playbooks/disable_ebpf.yml",
+                                             self._variables(), what="disable_ebpf.yml"))
+        self._rolled_back()
+        rerun = timed_play(self.cluster, self.ansible, "playbooks/disable_ebpf.yml", self._variables(),
+                           what="disable_ebpf.yml re-run")
+        m["changed"] = written_objects(m)
+        return m, rerun
+
+    def naive(self, rep):
+        self._install(rep)
+        m = self._excluding_waits(timed_play(self.cluster, self.ansible, DISABLE_NAIVE, {
+            "kubectl": self.cluster.bin("kubectl"), "kubeconfig": str(self.cluster.kubeconfig)}, what="naive rollback"))
+        self._rolled_back()
+        m["changed"] = written_objects(m)
+        return m
+
+    def teardown(self):
+        self._clean()
+        DatastoreMigration.teardown(self)
+
+
 JOBS = {"preflight": Preflight, "owner_references": OwnerReferences,
         "host_endpoint_migration": HostEndpointMigration, "install_ebpf": InstallEbpf, "upgrade": Upgrade,
-        "datastore_migration": DatastoreMigration, "operator_migration": OperatorMigration}
+        "datastore_migration": DatastoreMigration, "operator_migration": OperatorMigration, "disable_ebpf": DisableEbpf}
 
 
 # -- orchestration ------------------------------------------------------------------------------------------
@@ -798,6 +1104,24 @@ def run_job(name, cluster, sizes, repeat, budget, workroot, previous=None, conte
                 if predicted is not None:
                     row["naive"]["predicted_before_run_s"] = round(predicted, 1)
                 naive_measured[n] = row["naive"]["median_s"]
+            for extra in OTHER_CONTENDERS:
+                if extra in contenders and hasattr(job, extra):
+                    xruns = []
+                    for rep in range(repeat):
+                        m = getattr(job, extra)(rep)
+                        xruns.append(m)
+                        log("%s N=%d %s #%d: %.2fs, %d reads / %d writes%s" % (
+                            name, n, extra, rep + 1, m["wall_s"], m["reads"], m["writes"],
+                            (" at concurrency %d (sweep %s)" % (m["concurrency"], m["sweep_s"]))
+                            if "concurrency" in m else ""))
+                    row[extra] = summarise(xruns)
+                    for key in ("concurrency", "sweep_s"):
+                        if key in xruns[-1]:
+                            row[extra][key] = xruns[-1][key]
+                    row[extra]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                    row[extra]["loadavg_end"] = os.getloadavg()
+                elif kept.get(extra):
+                    row[extra] = kept[extra]
         finally:
             job.teardown()
         rows[str(n)] = row
@@ -813,8 +1137,9 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--naive-budget", type=float, default=600.0,
                         help="seconds; a naive run predicted to take longer is not run (recorded as a prediction)")
-    parser.add_argument("--contenders", default="ours,naive",
-                        help="which to run: ours, naive or both; the other one's figures of results.json are kept")
+    parser.add_argument("--contenders", default="ours,naive,limit,kubectl",
+                        help="which to run (ours, naive, limit, kubectl: limit and kubectl where the job has them); "
+                             "the others' figures of results.json are kept")
     parser.add_argument("--results", default=str(RESULTS))
     parser.add_argument("--render-only", action="store_true", help="only render results.md/.png from results.json")
     parser.add_argument("--merge", action="append", default=[], metavar="RESULTS_JSON",
@@ -839,8 +1164,8 @@ def main(argv=None):
             parser.error("unknown job(s) %s; known: %s" % (", ".join(unknown), ", ".join(JOBS)))
         sizes = sorted(int(s) for s in args.sizes.split(","))
         contenders = tuple(c for c in args.contenders.split(",") if c)
-        if not contenders or set(contenders) - {"ours", "naive"}:
-            parser.error("--contenders: ours, naive or ours,naive")
+        if not contenders or set(contenders) - set(("ours", "naive") + OTHER_CONTENDERS):
+            parser.error("--contenders: a list of ours, naive, %s" % ", ".join(OTHER_CONTENDERS))
         os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", collections_path())
         cp, own = control_plane()
         workroot = HERE / "work"
@@ -873,7 +1198,10 @@ def main(argv=None):
 
 
 def render(results, out_dir):
-    (out_dir / "results.md").write_text(HEADER + report.render_markdown(results) + notes(results))
+    limits = report.render_limits(results)
+    if limits:
+        limits = "\n" + LIMITS_HEADER + "\n" + limits
+    (out_dir / "results.md").write_text(HEADER + report.render_markdown(results) + limits + notes(results))
     report.plot(results, out_dir / "results.png")
 
 
@@ -926,7 +1254,24 @@ What each naive job does (the plays are in benchmarks/*.py):
   `spec: {}`, waits for TigeraStatus calico and for the manifest's calico-node to go), without ours' comparison with
   the release, record, derived Installation, verification (nodes, Installation, policies) or clean-up. The time of
   the tasks named "wait" (the operator's own work) is subtracted from both.
+- disable_ebpf: an eBPF install (install_ebpf.yml, the ConfigMap path, open source, real operator v1.40.7) with N
+  nodes taken back to Iptables; each run starts from a fresh install (not timed). Naive: the reverse of Calico's
+  "Enabling the eBPF data plane" scripted with kubectl (patch kube-proxy's nodeSelector, `rollout status`, patch the
+  Installation to Iptables, wait for TigeraStatus calico), without ours' preflight, readiness check before the
+  switch, check that the operator saw the new generation, or summary. The time of the tasks named "wait"
+  (kube-proxy's pods, TigeraStatus) is subtracted from both; "objects changed" is the number of distinct objects
+  written.
 
+"""
+
+
+LIMITS_HEADER = """Against the limit and kubectl bulk (issue 21), where measured. *limit*: the job's own requests (the module's
+rules build the same guarded patches and deletes) sent by a bare Python client (benchmarks/limit.py: one keep-alive
+HTTPS connection per thread, no Ansible) at the concurrency that was fastest in a sweep of 1 to 32 at the first run;
+its reads are the fewest the job needs (one LIST per kind), not ours' discovery and records, so it is a floor.
+*kubectl bulk*: the job scripted with kubectl alone, one process per step (benchmarks/kubectl_bulk/*.sh: one `get -o
+json`, jq, one `replace -f -` or `apply --server-side` or `delete` of every object). Same run, same cluster state,
+medians of the runs; ours' time includes its two (owner references) or one (host endpoints) ansible-playbook start-ups.
 """
 
 

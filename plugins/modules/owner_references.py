@@ -108,6 +108,13 @@ options:
       - Objects per LIST request.
     type: int
     default: 500
+  workers:
+    description:
+      - Dependents patched at a time (the record is saved before the first detach patch either way; an attach
+        checkpoints the record after each batch of eight times this many dependents, or after each dependent with
+        C(1)). The reports, counts and diff are in the job's order whatever the order the patches went out in.
+    type: int
+    default: 8
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 attributes:
@@ -243,6 +250,7 @@ def argument_spec():
         fail_on_missing_owner=dict(type="bool", default=True),
         require_record=dict(type="bool", default=True),
         page_size=dict(type="int", default=500),
+        workers=dict(type="int", default=8),
     ))
 
 

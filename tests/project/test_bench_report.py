@@ -131,3 +131,25 @@ def test_accounting_table_says_where_writes_go_and_when_each_side_was_measured()
     assert table[2] == "| owner_references | 5000 | 10072 | 10000 | 0 | 72 | - | not measured |"
     assert table[3] == ("| upgrade | 3 | 34 | 28 | 2 | 4 | 2026-11-22T10:42:30Z (load 1.5) | "
                         "2026-11-22T11:00:00Z (load 0.7) |")
+
+
+def test_limit_table_gives_throughput_share_and_kubectl_ratio():
+    results = {"jobs": {"owner_references": {"5000": {
+        "n": 5000, "unit": "dependents",
+        "ours": {"median_s": 20.0, "runs_s": [19.0, 20.0, 21.0], "reads": 220, "writes": 10047},
+        "limit": {"median_s": 8.0, "runs_s": [8.0, 8.0, 9.0], "reads": 6, "writes": 10000, "concurrency": 16},
+        "kubectl": {"median_s": 25.0, "runs_s": [25.0, 24.0, 26.0], "reads": 12, "writes": 10000}}},
+        "preflight": {"10": {"n": 10, "ours": {"median_s": 1.0, "runs_s": [1.0], "reads": 13, "writes": 0}}}}}
+    table = report.render_limits(results)
+    row = [line for line in table.splitlines() if line.startswith("| owner_references")]
+    assert len(row) == 1 and "preflight" not in table  # rows without limit or kubectl are left out
+    cells = [c.strip() for c in row[0].split("|")[1:-1]]
+    assert cells[2] == "20.0" and cells[3] == "8.00 at c=16" and cells[4] == "25.0"
+    assert cells[5] == "502 / 1250 / 400"  # writes per second
+    assert cells[6] == "0.40"  # ours' throughput / the limit's
+    assert cells[7] == "1.2x"  # kubectl bulk's time / ours'
+    assert cells[8] == "220 / 10047 ; 6 / 10000 ; 12 / 10000"
+
+
+def test_limit_table_is_empty_without_such_rows():
+    assert report.render_limits({"jobs": {"preflight": {"10": {"n": 10, "ours": {"median_s": 1.0}}}}}) == ""

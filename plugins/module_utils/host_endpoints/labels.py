@@ -10,12 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-try:
-    from concurrent.futures import ThreadPoolExecutor
-except ImportError:  # pragma: no cover - Python 2: one request at a time
-    ThreadPoolExecutor = None
-
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import rules
 
 NODE_PATCH_RETRIES = 5
@@ -89,12 +85,4 @@ class LabelSteps(object):
 
     def _parallel(self, func, jobs):
         """[(result, exception)] of ``func`` over ``jobs``, in order; ``workers`` requests at a time."""
-        def call(job):
-            try:
-                return func(job), None
-            except Exception as exc:  # pylint: disable=broad-except
-                return None, exc
-        if self.workers <= 1 or len(jobs) <= 1 or ThreadPoolExecutor is None:
-            return [call(job) for job in jobs]
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(jobs))) as pool:
-            return list(pool.map(call, jobs))
+        return in_order(func, jobs, self.workers)

@@ -31,6 +31,7 @@ import os
 import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import workers_problem
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
     RecordStoreError, open_record_store, utc_now)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import rules
@@ -353,6 +354,9 @@ class Runner(LabelSteps, ReplaceSteps):
 
 def run(client, params, diff=False, datastore=None, sleep=time.sleep):
     """Entry point for the module: ``params`` holds the module's options."""
+    problem = workers_problem(params.get("workers"))
+    if problem:
+        raise rules.HostEndpointMigrationError(problem + "; nothing was read or written", {"changed": False})
     runner = Runner(client, datastore or make_datastore(client, params),
                     label_conflicts=params.get("label_conflicts") or "fail",
                     wait_timeout=params.get("wait_timeout"),

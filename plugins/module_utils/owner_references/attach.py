@@ -16,6 +16,7 @@ import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import find_records
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import DEFAULT_RECORD_DIR
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
@@ -84,13 +85,26 @@ class AttachSteps(object):
                 since_checkpoint[0] = 0
                 last_checkpoint[0] = time.time()
 
+        # ``workers`` dependents at a time, in batches whose outcomes are booked in order (each checkpointed when
+        # due); one worker: each dependent booked as soon as it is done, as before
+        batch = 1 if self.workers <= 1 else self.workers * 8
         try:
-            for uid in order:
-                done = self._attach_one(discovery, by_dependent[uid], owners, prefetched)
-                if done:
-                    changed[0] = True
-                    since_checkpoint[0] += done
-                checkpoint()
+            for start in range(0, len(order), batch):
+                chunk = order[start:start + batch]
+                unexpected = None
+                outcomes = in_order(lambda u: self._attach_net(discovery, by_dependent[u], owners, prefetched),
+                                    chunk, self.workers)
+                for (outcome, error) in outcomes:
+                    if error is not None:
+                        unexpected = unexpected or error
+                        continue
+                    done = self._attach_book(outcome)
+                    if done:
+                        changed[0] = True
+                        since_checkpoint[0] += done
+                    checkpoint()
+                if unexpected is not None:
+                    raise unexpected
         finally:
             checkpoint(force=True)
         attached_any = self.counts["attached"] > 0 or changed[0]
@@ -145,25 +159,29 @@ class AttachSteps(object):
                 return None, "%s %s is namespaced but %s %s is cluster-scoped" % (
                     kind, name, dep.get("kind"), dep.get("name"))
         ident = (api_version, kind, namespace, name)
-        if ident not in owners:
-            owner = self.client.get(api_version, res.plural, name, namespace=namespace, metadata_only=True)
-            owners[ident] = ((owner or {}).get("metadata") or {}).get("uid")
-        uid = owners[ident]
+        with self._lock:  # one GET per owner, whichever worker needs it first
+            if ident not in owners:
+                owner = self.client.get(api_version, res.plural, name, namespace=namespace, metadata_only=True)
+                owners[ident] = ((owner or {}).get("metadata") or {}).get("uid")
+            uid = owners[ident]
         if not uid:
             return None, "%s %s%s not found" % (kind, namespace + "/" if namespace else "", name)
         return uid, None
 
     def _attach_one(self, discovery, keys, owners, prefetched=None):
         """Re-attach the pending entries of one dependent; return how many entries were marked done."""
+        return self._attach_book(self._attach_net(discovery, keys, owners, prefetched))
+
+    def _attach_net(self, discovery, keys, owners, prefetched=None):
+        """The reads and the patch for one dependent (run on a worker thread), nothing booked: an outcome dict
+        for ``_attach_book``. A ClientError of the patch is an outcome; any other error is raised."""
         store = self.store
         dep = store.get(keys[0])["dependent"]
+        out = {"dep": dep, "keys": keys}
         res = discovery.find(dep["apiVersion"], dep["kind"])
         if res is None:
-            self.counts["failed"] += 1
-            self.failures.append({"dependent": dep, "error": "%s %s: type %s is not served" % (
-                dep["kind"], dep["name"], dep["apiVersion"])})
-            self._report_dep(dep, "failed", [])
-            return 0
+            out["outcome"] = "type missing"
+            return out
         listed = (prefetched or {}).get((dep["apiVersion"], dep["kind"], dep.get("namespace")))
         if listed is not None:
             obj = listed.get(dep["uid"])
@@ -171,76 +189,107 @@ class AttachSteps(object):
             obj = self.client.get(res.api_version, res.plural, dep["name"], namespace=dep.get("namespace"),
                                   metadata_only=True)
         if obj is None or (obj.get("metadata") or {}).get("uid") != dep["uid"]:
-            self.counts["dependents_gone"] += 1
-            self._report_dep(dep, "gone", [store.get(k)["ownerReference"] for k in keys])
-            if not self.check_mode:
-                for key in keys:
-                    store.mark_done(key, outcome="dependent gone")
-            return len(keys)
+            out["outcome"] = "gone before"
+            return out
         wanted = []  # (key, reference with the owner's current uid)
+        out["missing"] = missing = []  # (reference, why)
         for key in keys:
             ref = store.get(key)["ownerReference"]
             uid, why = self._owner_uid(discovery, dep, ref, owners)
             if uid is None:
-                self.counts["missing_owners"] += 1
-                self.missing.append({"dependent": dep, "owner": owner_brief(ref), "reason": why,
-                                     "lost": "%s: owner %s" % (describe_object(dep), why)})
+                missing.append((ref, why))
                 continue
             new_ref = dict(ref)
             new_ref["uid"] = uid
             wanted.append((key, new_ref))
         # back where they were in the list (a position past the end appends)
         wanted.sort(key=lambda kr: int(store.get(kr[0]).get("position") or 0))
+        out["wanted"] = wanted
         if not wanted:
-            self._report_dep(dep, "owner missing", [])
-            return 0
+            out["outcome"] = "owner missing"
+            return out
 
         def compute(refs):
-            out = list(refs)
+            result = list(refs)
             for _key, new_ref in wanted:
-                for i, cur in enumerate(out):
+                for i, cur in enumerate(result):
                     if same_owner(cur, new_ref):
                         if cur.get("uid") != new_ref["uid"]:
-                            out[i] = new_ref
+                            result[i] = new_ref
                         break
                 else:
                     position = int(store.get(_key).get("position") or 0)
-                    out.insert(min(position, len(out)), new_ref)
-            return out
+                    result.insert(min(position, len(result)), new_ref)
+            return result
 
-        brief = [dict(owner_brief(r), previous_uid=store.get(k)["ownerReference"].get("uid")) for k, r in wanted]
         if self.check_mode:
             current = (obj.get("metadata") or {}).get("ownerReferences") or []
-            after = compute(copy.deepcopy(current))
-            if after == current:
+            out.update(outcome="check", before=current, after=compute(copy.deepcopy(current)))
+            return out
+        try:
+            before, after, _obj = self._patch_refs(res, obj, compute)
+        except ClientError as exc:
+            out.update(outcome="failed", error=exc)
+            return out
+        out.update(outcome="gone" if before is None else "patched", before=before, after=after)
+        return out
+
+    def _attach_book(self, out):
+        """The counts, reports, diff and record marks of one dependent's outcome (in the calling thread, in
+        order); returns how many entries were marked done."""
+        store = self.store
+        dep, keys, outcome = out["dep"], out["keys"], out["outcome"]
+        if outcome == "type missing":
+            self.counts["failed"] += 1
+            self.failures.append({"dependent": dep, "error": "%s %s: type %s is not served" % (
+                dep["kind"], dep["name"], dep["apiVersion"])})
+            self._report_dep(dep, "failed", [])
+            return 0
+        if outcome == "gone before":
+            self.counts["dependents_gone"] += 1
+            self._report_dep(dep, "gone", [store.get(k)["ownerReference"] for k in keys])
+            if not self.check_mode:
+                for key in keys:
+                    store.mark_done(key, outcome="dependent gone")
+            return len(keys)
+        for ref, why in out["missing"]:
+            self.counts["missing_owners"] += 1
+            self.missing.append({"dependent": dep, "owner": owner_brief(ref), "reason": why,
+                                 "lost": "%s: owner %s" % (describe_object(dep), why)})
+        wanted = out["wanted"]
+        if outcome == "owner missing":
+            self._report_dep(dep, "owner missing", [])
+            return 0
+        brief = [dict(owner_brief(r), previous_uid=store.get(k)["ownerReference"].get("uid")) for k, r in wanted]
+        if outcome == "check":
+            if out["after"] == out["before"]:
                 self.counts["already_attached"] += len(wanted)
                 self._report_dep(dep, "already attached", [], {"owners": brief})
             else:
                 self.counts["attached"] += len(wanted)
                 self._report_dep(dep, "would attach", [], {"owners": brief})
-                self._add_diff(dep, current, after)
+                self._add_diff(dep, out["before"], out["after"])
             return 0
-        try:
-            before, after, _obj = self._patch_refs(res, obj, compute)
-        except ClientError as exc:
+        if outcome == "failed":
             self.counts["failed"] += 1
-            self.failures.append({"dependent": dep, "error": str(exc)})
+            self.failures.append({"dependent": dep, "error": str(out["error"])})
             self._report_dep(dep, "failed", [], {"owners": brief})
             return 0
-        if before is None:
+        if outcome == "gone":
             self.counts["dependents_gone"] += 1
             self._report_dep(dep, "gone", [], {"owners": brief})
             for key in keys:
                 store.mark_done(key, outcome="dependent gone")
             return len(keys)
+        before, after = out["before"], out["after"]
         if before == after:
             self.counts["already_attached"] += len(wanted)
-            outcome, action = "already attached", "already attached"
+            action = "already attached"
         else:
             self.counts["attached"] += len(wanted)
-            outcome, action = "attached", "attached"
+            action = "attached"
             self._add_diff(dep, before, after)
         self._report_dep(dep, action, [], {"owners": brief})
         for key, new_ref in wanted:
-            store.mark_done(key, outcome=outcome, attached_uid=new_ref["uid"])
+            store.mark_done(key, outcome=action, attached_uid=new_ref["uid"])
         return len(wanted)

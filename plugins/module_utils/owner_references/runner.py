@@ -27,10 +27,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import threading
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import status_counts
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import (
+    DEFAULT_WORKERS, in_order, workers_problem)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
     RecordStoreError, open_record_store)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.attach import AttachSteps
@@ -45,8 +48,12 @@ class Runner(AttachSteps):
     def __init__(self, client, owner_api_versions=None, record_namespace=DEFAULT_RECORD_NAMESPACE,
                  record_name=DEFAULT_RECORD_NAME, record_path=None, fail_on_unlistable=True,
                  fail_on_missing_owner=True, diff=False, page_size=500, checkpoint_every=CHECKPOINT_EVERY,
-                 checkpoint_seconds=CHECKPOINT_SECONDS, require_record=True):
+                 checkpoint_seconds=CHECKPOINT_SECONDS, require_record=True, workers=DEFAULT_WORKERS):
         self.client = client
+        self.workers = max(1, int(workers or 1))
+        # the patches go out ``workers`` at a time; what they share (the record, the owners looked up) is changed
+        # under this lock, the counts and reports only in the calling thread, in order
+        self._lock = threading.RLock()
         self.owner_api_versions = list(owner_api_versions or DEFAULT_OWNER_API_VERSIONS)
         self.record_namespace = record_namespace or DEFAULT_RECORD_NAMESPACE
         self.record_name = record_name or DEFAULT_RECORD_NAME
@@ -214,8 +221,15 @@ class Runner(AttachSteps):
         if new:
             self.store.meta.update({"owner_api_versions": self.owner_api_versions})
             self.store.save()  # the record is durable before the first reference is removed
-        for res, obj in found:
-            self._detach_one(res, obj)
+        unexpected = None
+        for (res, obj), (outcome, error) in zip(found, in_order(lambda ro: self._detach_patch(*ro), found,
+                                                                self.workers)):
+            if error is not None and not isinstance(error, ClientError):
+                unexpected = unexpected or error
+                continue
+            self._detach_book(res, obj, outcome, error)
+        if unexpected is not None:
+            raise unexpected
         changed = bool(new or self.counts["detached"])
         if self.failures:
             raise OwnerReferencesError("%d object(s) could not be detached: %s" % (
@@ -223,8 +237,9 @@ class Runner(AttachSteps):
                 self.result("detached", changed))
         return self.result("detached", changed)
 
-    def _detach_one(self, res, obj):
-        dep = self._dependent(res, obj)
+    def _detach_patch(self, res, obj):
+        """The requests for one dependent (run on a worker thread): ``(before, after, removed)`` of its patch (see
+        ``_patch_refs``). A reference that appeared since the scan is recorded, and the record saved, first."""
         removed = []
 
         def compute(refs):
@@ -234,19 +249,25 @@ class Runner(AttachSteps):
                 current_meta = dict(obj.get("metadata") or {})
                 current_meta["ownerReferences"] = refs
                 current["metadata"] = current_meta
-                if self._record(res, current):
-                    self.store.save()  # a reference that appeared since the scan: record it first
+                with self._lock:
+                    if self._record(res, current):
+                        self.store.save()  # a reference that appeared since the scan: record it first
             del removed[:]
             removed.extend(mine)
             return [r for r in refs if not self._is_owner_ref(r)]
 
-        try:
-            before, after, _obj = self._patch_refs(res, obj, compute)
-        except ClientError as exc:
+        before, after, _obj = self._patch_refs(res, obj, compute)
+        return before, after, removed
+
+    def _detach_book(self, res, obj, outcome, error):
+        """The counts, report and diff of one dependent's detach (in the calling thread, in order)."""
+        dep = self._dependent(res, obj)
+        if error is not None:
             self.counts["failed"] += 1
-            self.failures.append({"dependent": dep, "error": str(exc)})
+            self.failures.append({"dependent": dep, "error": str(error)})
             self._report_dep(dep, "failed", [])
             return
+        before, after, removed = outcome
         if before is None:
             self._report_dep(dep, "gone", [])
             return
@@ -275,6 +296,10 @@ def run(client, params, diff=False):
         raise OwnerReferencesError("owner_api_versions is an empty list: give at least one owner apiVersion (for "
                                    "example projectcalico.org/v3); nothing was read or written",
                                    {"changed": False, "state": params.get("state")})
+    problem = workers_problem(params.get("workers"))
+    if problem:
+        raise OwnerReferencesError(problem + "; nothing was read or written", {"changed": False,
+                                                                               "state": params.get("state")})
     runner = Runner(client,
                     owner_api_versions=params.get("owner_api_versions"),
                     record_namespace=params.get("record_namespace"),
@@ -284,7 +309,8 @@ def run(client, params, diff=False):
                     fail_on_missing_owner=params.get("fail_on_missing_owner", True),
                     require_record=params.get("require_record", True),
                     diff=diff,
-                    page_size=params.get("page_size") or 500)
+                    page_size=params.get("page_size") or 500,
+                    workers=params.get("workers") or DEFAULT_WORKERS)
     try:
         return runner.run(params["state"])
     except RecordStoreError as exc:

@@ -1,6 +1,7 @@
 """owner_references.Runner against the in-memory API (the real Client, a fake transport)."""
 
 import json
+import threading
 import os
 
 import pytest
@@ -85,13 +86,15 @@ def test_detach_records_first_then_removes_only_calico_references(tmp_path):
     w = World()
     record_path = str(tmp_path / "record.json")
     seen_at_first_patch = []
+    lock = threading.Lock()  # the patches go out from several threads
 
     def check_record(method, path, body):
-        if method == "PATCH" and not seen_at_first_patch:
-            cm = w.dyn.obj("v1", "configmaps", "calico-ops-owner-references", "kube-system")
-            with open(record_path) as f:
-                seen_at_first_patch.append((len(json.loads(cm["data"]["record.json"])["entries"]),
-                                            len(json.load(f)["entries"])))
+        with lock:
+            if method == "PATCH" and not seen_at_first_patch:
+                cm = w.dyn.obj("v1", "configmaps", "calico-ops-owner-references", "kube-system")
+                with open(record_path) as f:
+                    seen_at_first_patch.append((len(json.loads(cm["data"]["record.json"])["entries"]),
+                                                len(json.load(f)["entries"])))
     w.dyn.before_write = check_record
     result = w.runner(tmp_path, diff=True).detach()
 
@@ -322,8 +325,8 @@ def test_attach_killed_midway_is_finished_by_a_rerun_without_duplicates(tmp_path
     w.dyn.before_write = kill_on_third_patch
     # no checkpoint reaches the record before the process dies: the two applied patches are not marked done
     monkeypatch.setattr(RecordStore, "save", lambda self: None)
-    with pytest.raises(Killed):
-        w.runner(tmp_path, checkpoint_every=1, checkpoint_seconds=0).attach()
+    with pytest.raises(Killed):  # one request at a time, so the process dies exactly at its third patch
+        w.runner(tmp_path, checkpoint_every=1, checkpoint_seconds=0, workers=1).attach()
     monkeypatch.undo()
     w.dyn.before_write = None
     attached_before = [k for k in w.dependents if calico_refs(w.refs(*k))]
@@ -350,8 +353,8 @@ def test_attach_checkpoints_as_it_goes(tmp_path):
             if len(seen) == 5:
                 raise Killed()
     w.dyn.before_write = kill_on_fifth_patch
-    with pytest.raises(Killed):
-        w.runner(tmp_path, checkpoint_every=1, checkpoint_seconds=0).attach()
+    with pytest.raises(Killed):  # one request at a time, so the process dies exactly at its fifth patch
+        w.runner(tmp_path, checkpoint_every=1, checkpoint_seconds=0, workers=1).attach()
     w.dyn.before_write = None
     with open(str(tmp_path / "record.json")) as f:
         entries = json.load(f)["entries"]
@@ -501,3 +504,63 @@ def test_an_empty_owner_api_versions_is_refused():
     from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import run
     with pytest.raises(OwnerReferencesError, match="owner_api_versions is an empty list"):
         run(None, {"state": "detached", "owner_api_versions": []})
+
+
+def _detach_attach(tmp_path, workers):
+    w = World()
+    detached = w.runner(tmp_path / "d", workers=workers, diff=True).detach()
+    w.recreate_owners()
+    attached = w.runner(tmp_path / "d", workers=workers, diff=True).attach()
+    return w, detached, attached
+
+
+def test_several_workers_give_the_results_of_one(tmp_path):
+    """Patches sent several at a time: the same counts, the same reports in the same order, the same diffs and the
+    same references as one request at a time."""
+    one = _detach_attach(tmp_path / "one", 1)
+    many = _detach_attach(tmp_path / "many", 4)
+    for a, b in ((one[1], many[1]), (one[2], many[2])):
+        assert a["counts"] == b["counts"]
+        assert sorted((o["kind"], o.get("namespace"), o["name"], o["action"]) for o in a["objects"]) == sorted(
+            (o["kind"], o.get("namespace"), o["name"], o["action"]) for o in b["objects"])
+        assert sorted(d["before_header"] for d in a["diff"]) == sorted(d["before_header"] for d in b["diff"])
+    # in the order the job handles them, whatever the order the patches went out in: the scan's at detach, the
+    # record's (by dependent UID within a chunk) at attach
+    assert [o["name"] for o in many[1]["objects"]] == [o["name"] for o in one[1]["objects"]]
+    assert [o["uid"] for o in many[2]["objects"]] == sorted(o["uid"] for o in many[2]["objects"])
+    assert [d["before_header"] for d in many[2]["diff"]] == [
+        "%s %s%s" % (o["kind"], o["namespace"] + "/" if o.get("namespace") else "", o["name"])
+        for o in many[2]["objects"]]
+    assert many[2]["counts"]["attached"] == 7 and many[2]["record"]["pending"] == 0
+    for key, refs in many[0].dependents.items():
+        assert [r["name"] for r in many[0].refs(*key)] == [r["name"] for r in refs]
+
+
+def test_a_run_killed_while_patches_are_in_flight_is_finished_by_a_rerun(tmp_path, monkeypatch):
+    """Several workers: the process dies at one patch while others are in flight (no checkpoint reaches the
+    record); a re-run attaches the rest and finds those that went through, with no duplicate."""
+    w = World()
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    patches = []
+    lock = threading.Lock()
+
+    def kill_on_third_patch(method, path, body):
+        if method == "PATCH":
+            with lock:
+                patches.append(path)
+                third = len(patches) == 3
+            if third:
+                raise Killed()
+    w.dyn.before_write = kill_on_third_patch
+    monkeypatch.setattr(RecordStore, "save", lambda self: None)
+    with pytest.raises(Killed):
+        w.runner(tmp_path, checkpoint_every=1, checkpoint_seconds=0, workers=4).attach()
+    monkeypatch.undo()
+    w.dyn.before_write = None
+    result = w.runner(tmp_path, workers=4).attach()
+    assert result["counts"]["already_attached"] + result["counts"]["attached"] == 7
+    assert result["record"]["pending"] == 0
+    for key, refs in w.dependents.items():
+        assert len(w.refs(*key)) == len(refs)  # no duplicate
+    assert w.refs("v1", "secrets", "b", "s1") == [ref(w.np_b), ref(w.gnp)]

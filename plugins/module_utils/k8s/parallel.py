@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Kubernetes layer: per-object requests sent a few at a time, results kept in order.
+
+A job that writes one object per request (owner references, node labels, host endpoint deletes) is bound by the
+round trips, not by this machine: ``in_order`` runs ``func`` over the jobs on ``workers`` threads and returns
+``[(result, exception)]`` in the jobs' order, so the caller does its bookkeeping (counts, reports, records) in one
+thread, in a deterministic order, after the requests. The client is shared: kubernetes' ApiClient (urllib3's
+pool) is safe across threads.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+try:
+    from concurrent.futures import ThreadPoolExecutor
+except ImportError:  # pragma: no cover - Python 2: one request at a time
+    ThreadPoolExecutor = None
+
+DEFAULT_WORKERS = 8
+
+
+def workers_problem(value, name="workers"):
+    """A message naming the option when ``value`` is not a usable worker count (1 or more), else None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return "%s is %r: give the number of requests to send at a time, 1 or more (default %d)" % (
+            name, value, DEFAULT_WORKERS)
+    return None
+
+
+def in_order(func, jobs, workers=DEFAULT_WORKERS):
+    """[(result, exception)] of ``func`` over ``jobs``, in the jobs' order; ``workers`` at a time (1: in this
+    thread). An exception is returned, not raised, so one failing job does not hide the others' outcomes."""
+    def call(job):
+        try:
+            return func(job), None
+        except Exception as exc:  # pylint: disable=broad-except
+            return None, exc
+    jobs = list(jobs)
+    workers = max(1, int(workers or 1))
+    if workers <= 1 or len(jobs) <= 1 or ThreadPoolExecutor is None:
+        return [call(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+        return list(pool.map(call, jobs))

@@ -1,0 +1,77 @@
+"""k8s/parallel.py: per-object requests a few at a time, outcomes in the jobs' order, errors returned."""
+
+from __future__ import absolute_import, division, print_function
+
+import threading
+import time
+
+import pytest
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order, workers_problem
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import OwnerReferencesError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import run as or_run
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.rules import (
+    HostEndpointMigrationError)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.runner import run as hep_run
+
+
+def test_outcomes_in_the_jobs_order_whatever_order_they_finish_in():
+    def slow_first(n):
+        time.sleep(0.02 * (5 - n))
+        return n * 10
+    assert in_order(slow_first, range(5), workers=5) == [(0, None), (10, None), (20, None), (30, None), (40, None)]
+
+
+def test_several_at_a_time_and_one_in_the_calling_thread():
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def job(_n):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.02)
+        with lock:
+            active[0] -= 1
+        return threading.current_thread().name
+    in_order(job, range(12), workers=4)
+    assert 1 < peak[0] <= 4
+    main = threading.current_thread().name
+    assert all(name == main for name, _e in in_order(job, range(3), workers=1))
+
+
+def test_an_error_is_returned_in_its_place_and_the_others_still_run():
+    def job(n):
+        if n == 1:
+            raise ValueError("boom")
+        return n
+    out = in_order(job, [0, 1, 2], workers=3)
+    assert out[0] == (0, None) and out[2] == (2, None)
+    assert out[1][0] is None and isinstance(out[1][1], ValueError)
+
+
+@pytest.mark.parametrize("value", [0, -1, True, "4"])
+def test_a_worker_count_below_one_or_not_a_number_is_named(value):
+    assert "workers is %r" % (value,) in workers_problem(value) and "1 or more" in workers_problem(value)
+
+
+@pytest.mark.parametrize("value", [None, 1, 32])
+def test_a_usable_worker_count_passes(value):
+    assert workers_problem(value) is None
+
+
+class NoClient(object):
+    """Any request is a failure of the test: bad input is refused before the first one."""
+    check_mode = False
+
+    def __getattr__(self, name):
+        raise AssertionError("the job used the client (%s) with bad input" % name)
+
+
+def test_owner_references_refuses_zero_workers_before_any_request():
+    with pytest.raises(OwnerReferencesError, match="workers is 0: .*1 or more.*nothing was read or written"):
+        or_run(NoClient(), {"state": "detached", "workers": 0})
+
+
+def test_host_endpoint_migration_refuses_zero_workers_before_any_request():
+    with pytest.raises(HostEndpointMigrationError, match="workers is 0: .*1 or more.*nothing was read or written"):
+        hep_run(NoClient(), {"state": "migrated", "workers": 0}, datastore=object())
