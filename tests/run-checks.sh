@@ -9,10 +9,11 @@ export PATH="$BIN:$PATH"
 export PYTHONPATH="$ROOT/tests"
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections"
 steps=("$@")
-# The static checks (lint to matrix_reduced, one after another) run beside the integration pool, reliability beside
-# Molecule: most of an integration test's or a scenario's time is spent waiting on controllers (the real Tigera
-# operator's reconcile, kwok, the waits' polls), which the other member's CPU work fills.
-[ ${#steps[@]} -gt 0 ] || steps=(static+integration reliability+molecule)
+# The static checks first, one after another (not beside the integration pool: measured 2026-11-26, the pool alone
+# keeps both CPUs busy - vmstat idle ~6% - so nothing is gained, and galaxy-importer's own 180 s limit on its
+# ansible-lint call was hit under that load); then the integration pool; then reliability beside Molecule.
+# `bash tests/run-checks.sh static` runs the static ones as one step.
+[ ${#steps[@]} -gt 0 ] || steps=(lint changelog sanity unit units importer matrix_reduced integration reliability+molecule)
 
 passed=0; failed=0; failed_names=()
 started_cp=""
@@ -139,11 +140,11 @@ step_molecule() {
   # scenarios install and remove the real Tigera operator and Calico's CRDs, and on one shared control plane what
   # one scenario's cleanup leaves (seen: install_ebpf after enable_ebpf and host_endpoints met TigeraStatus
   # ippools Degraded, "no matches for kind IPPool in version projectcalico.org/v3") decided the next one's result.
-  # So they can also run side by side: CALICO_OPS_MOLECULE_JOBS at a time (default 3; most of a scenario's time is
+  # So they can also run side by side: CALICO_OPS_MOLECULE_JOBS at a time (default 2; most of a scenario's time is
   # spent waiting on the operator and kwok), each `molecule test -s <scenario>` into a log of its own, printed
   # whole when it ends. Molecule's own state and Ansible's temporary files under .build, not in the user's
   # ~/.ansible.
-  local jobs=${CALICO_OPS_MOLECULE_JOBS:-3} logs=$ROOT/.build/molecule-logs scenarios=() s
+  local jobs=${CALICO_OPS_MOLECULE_JOBS:-2} logs=$ROOT/.build/molecule-logs scenarios=() s
   for s in extensions/molecule/*/molecule.yml; do s=${s%/molecule.yml}; scenarios+=("${s##*/}"); done
   [ -n "${CALICO_OPS_MOLECULE_SCENARIOS:-}" ] && read -r -a scenarios <<< "$CALICO_OPS_MOLECULE_SCENARIOS"
   rm -rf "$logs" && mkdir -p "$logs"
