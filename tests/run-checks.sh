@@ -120,8 +120,11 @@ step_integration() {
   echo "pytest-xdist: $workers workers, a control plane each"
   # the fault matrix (tests/reliability/test_faults.py: every case on two control planes of its own) runs in this
   # pool too, its cases first (the longest), so no suite waits on another's tail
+  # --no-loadscope-reorder: xdist would otherwise hand out the groups by their number of tests (most first), which
+  # put the heaviest single-test groups (the fault matrix, the upgrades) at the end of the run, one worker busy and
+  # the others idle; the order of tests/integration/conftest.py (longest first) is kept instead
   env -u LOCALCP_RUN_DIR pytest tests/integration tests/reliability/test_faults.py -q -m integration -n "$workers" \
-    --dist loadgroup --durations=25
+    --dist loadgroup --no-loadscope-reorder --durations=40
 }
 
 step_reliability() {

@@ -6,7 +6,10 @@ kubeadm-shaped control plane in test_install_ebpf, Calico's CRDs, AWX templates)
 the tests of the files listed in ``PER_TEST`` (function-scoped fixtures only, each test installs and removes what it
 needs) are groups of their own, so the longest file is no longer one worker's tail. Groups are handed out
 longest first: ``WEIGHTS`` holds rough seconds per test or file, measured with ``--durations`` (2026-11-25, 3 workers
-on 2 CPUs); they decide only the order, never a result. A test not listed counts ``DEFAULT_WEIGHT``.
+on 2 CPUs); they decide only the order, never a result. A test not listed counts ``DEFAULT_WEIGHT``; a parametrized
+case may have a weight of its own (``name[id]``). make test passes ``--no-loadscope-reorder``: xdist's default
+reorders the groups by their number of tests, most first, which undoes this order (measured 2026-11-26: the
+heaviest single tests ran last, on one worker, while the others idled).
 
 Without xdist (a plain ``pytest tests/integration``) the order is this one, longest first, on one control plane.
 """
@@ -38,7 +41,16 @@ FILE_WEIGHTS = {
 # tests of the PER_TEST files (name without parameters)
 TEST_WEIGHTS = {
     # tests/reliability/test_faults.py: every case runs its job three times on two control planes of its own
+    # (per case: 2026-11-26, loaded; the default for a case not listed)
     "test_a_rerun_after_a_fault_mid_job_ends_as_an_undisturbed_run": 400,
+    "test_a_rerun_after_a_fault_mid_job_ends_as_an_undisturbed_run[install_ebpf-kube-apiserver]": 560,
+    "test_a_rerun_after_a_fault_mid_job_ends_as_an_undisturbed_run[upgrade_operator-kube-apiserver]": 560,
+    "test_a_rerun_after_a_fault_mid_job_ends_as_an_undisturbed_run[upgrade_helm-kube-apiserver]": 510,
+    "test_a_rerun_after_a_fault_mid_job_ends_as_an_undisturbed_run[enable_ebpf-kube-apiserver]": 365,
+    "test_a_rerun_after_a_fault_mid_job_ends_as_an_undisturbed_run[upgrade_manifest-kube-apiserver]": 275,
+    "test_a_rerun_after_a_fault_mid_job_ends_as_an_undisturbed_run[owner_references-etcd]": 220,
+    "test_a_rerun_after_a_fault_mid_job_ends_as_an_undisturbed_run[host_endpoint_migration-kube-apiserver]": 150,
+    "test_a_rerun_after_a_fault_mid_job_ends_as_an_undisturbed_run[kube_proxy_enabled-kube-apiserver]": 130,
     "test_install_ebpf_operator_path_bootstrap_and_kube_proxy_by_the_operator": 610,
     "test_operator_upgrade": 420,
     "test_enable_ebpf_switches_an_iptables_install_and_the_operator_rerenders": 380,
@@ -69,7 +81,7 @@ def group_of(nodeid):
 
 def _weight(item):
     if item.path.name in PER_TEST:
-        return TEST_WEIGHTS.get(item.originalname or item.name, DEFAULT_WEIGHT)
+        return TEST_WEIGHTS.get(item.name, TEST_WEIGHTS.get(item.originalname or item.name, DEFAULT_WEIGHT))
     return FILE_WEIGHTS.get(item.path.name, DEFAULT_WEIGHT * 5)
 
 
