@@ -970,6 +970,15 @@ class DisableEbpf(DatastoreMigration):
     the switch, the check that the operator saw the new generation, or the summary."""
     unit = "nodes (whole rollback)"
 
+    def setup(self, n):
+        """N nodes the preflight passes (Ubuntu, amd64): the install must go through."""
+        self.n = n
+        have = len(json.loads(self.cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"])
+        tag = os.urandom(2).hex()
+        self.specs = [self.cluster.node_spec("rb-%s-%04d" % (tag, i)) for i in range(max(0, n - have))]
+        if self.specs:
+            self.cluster.add_nodes(self.specs, timeout=1800)
+
     def _install(self, rep):
         self._clean()
         d = self.workdir / ("install-%d-%s" % (rep, os.urandom(2).hex()))
