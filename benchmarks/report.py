@@ -186,13 +186,17 @@ def render_accounting(results):
 
 
 def plot_series(results):
-    """Per job: ours measured points, naive measured points, naive predicted points, as (N, seconds) lists."""
+    """Per job: ours measured points, naive measured points, naive predicted points, and the limit's and kubectl
+    bulk's measured points, as (N, seconds) lists."""
     out = {}
     for job, row in sorted_rows(results):
-        series = out.setdefault(job, {"ours": [], "naive": [], "predicted": []})
+        series = out.setdefault(job, {"ours": [], "naive": [], "predicted": [], "limit": [], "kubectl": []})
         ours, naive = row.get("ours") or {}, row.get("naive") or {}
         if ours.get("median_s") is not None:
             series["ours"].append((row["n"], ours["median_s"]))
+        for other in ("limit", "kubectl"):
+            if (row.get(other) or {}).get("median_s") is not None:
+                series[other].append((row["n"], row[other]["median_s"]))
         if naive.get("median_s") is not None:
             series["naive"].append((row["n"], naive["median_s"]))
         elif naive.get("predicted_s") is not None:
@@ -210,7 +214,7 @@ def plot(results, path):
     except ImportError:
         return False
     series = dict((job, s) for job, s in plot_series(results).items()
-                  if len(set(n for n, _ in s["ours"] + s["naive"] + s["predicted"])) > 1)
+                  if len(set(n for n, _ in s["ours"] + s["naive"] + s["predicted"] + s["limit"] + s["kubectl"])) > 1)
     if not series:
         return False
     cols = min(3, len(series))
@@ -227,6 +231,10 @@ def plot(results, path):
             ax.plot(*zip(*pts), "--", color="tab:red", linewidth=1)
             ax.plot(*zip(*s["predicted"]), "s", markerfacecolor="none", color="tab:red",
                     label="naive loop (PREDICTED, not run)")
+        if s["limit"]:
+            ax.plot(*zip(*s["limit"]), "^-", color="tab:green", label="limit: bare client (measured)")
+        if s["kubectl"]:
+            ax.plot(*zip(*s["kubectl"]), "d-", color="tab:purple", label="kubectl bulk (measured)")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(job)

@@ -102,6 +102,14 @@ def test_plot_series_keeps_predictions_apart():
     assert series["owner_references"]["ours"] == [(100, 3.1), (1000, 12.7)]
     assert series["owner_references"]["naive"] == [(100, 135.0)]
     assert series["owner_references"]["predicted"] == [(1000, 1350.0)]
+    assert series["owner_references"]["limit"] == [] and series["owner_references"]["kubectl"] == []
+
+
+def test_plot_series_has_the_limit_and_kubectl_where_measured():
+    results = {"jobs": {"owner_references": {"1000": {"n": 1000, "ours": {"median_s": 13.8},
+                                                      "limit": {"median_s": 3.98}, "kubectl": {"median_s": 10.7}}}}}
+    series = report.plot_series(results)["owner_references"]
+    assert series["limit"] == [(1000, 3.98)] and series["kubectl"] == [(1000, 10.7)]
 
 
 def test_seconds_formatting():
