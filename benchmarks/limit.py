@@ -14,7 +14,7 @@ import ssl
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 SWEEP = (1, 2, 4, 8, 16, 32)
 USER_AGENT = "calico-ops-bench-limit"
@@ -60,13 +60,14 @@ class BareClient(object):
                 if attempt == 2:
                     raise
 
-    def list(self, path, page_size=500, query=""):
+    def list(self, path, page_size=500, **query):
         """Every item of a collection, following ``continue`` (one request per page)."""
-        items, token = [], ""
+        items, token = [], None
         while True:
-            sep = "&" if "?" in path or query else "?"
-            status, page = self.request("GET", "%s%s%s%slimit=%d%s" % (
-                path, "?" if query else "", query, sep, page_size, ("&continue=" + token) if token else ""))
+            params = dict(query, limit=page_size)
+            if token:
+                params["continue"] = token
+            status, page = self.request("GET", "%s?%s" % (path, urlencode(params)))
             if status != 200:
                 raise RuntimeError("LIST %s: %s %s" % (path, status, page))
             items.extend(page.get("items") or [])
@@ -105,3 +106,22 @@ def sweep(run_at, levels=SWEEP):
         times[level] = round(run_at(level), 3)
     best = min(times, key=lambda k: times[k])
     return best, times
+
+
+def at_best(state, rep, cycle):
+    """The limit contender's run ``rep`` of a job: ``cycle(prefix, concurrency)`` -> measures (``wall_s`` among them).
+    Run 0 sweeps the concurrency (each level a whole cycle) and keeps the best in ``state``; later runs use it. The
+    measures carry ``concurrency`` and the sweep's times (``sweep_s``)."""
+    if rep == 0:
+        runs = {}
+
+        def at(level):
+            runs[level] = cycle("s%d" % level, level)
+            return runs[level]["wall_s"]
+        state["best"], state["sweep_s"] = sweep(at)
+        m = runs[state["best"]]
+    else:
+        m = cycle("b%d" % rep, state["best"])
+    m["concurrency"] = state["best"]
+    m["sweep_s"] = state["sweep_s"]
+    return m

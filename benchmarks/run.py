@@ -379,25 +379,11 @@ class OwnerReferences(Job):
             client.send(stream, concurrency)
             return time.monotonic() - start
 
-        m = self._other_cycle(prefix, detach, attach)
-        m["concurrency"] = concurrency
-        return m
+        return self._other_cycle(prefix, detach, attach)
 
     def limit(self, rep):
-        """The job's floor: at the first run the concurrency is swept (1 to 32, a whole cycle each) and the best
-        kept; every run sends at the best."""
-        if rep == 0:
-            sweeps = {}
-
-            def at(level):
-                sweeps[level] = self._limit_cycle("s%d" % level, level)
-                return sweeps[level]["wall_s"]
-            self.best, self.sweep_s = limit.sweep(at)
-            m = sweeps[self.best]
-        else:
-            m = self._limit_cycle("b%d" % rep, self.best)
-        m["sweep_s"] = self.sweep_s
-        return m
+        """The job's floor (benchmarks/limit.py at_best: the concurrency swept at the first run, the best kept)."""
+        return limit.at_best(self.__dict__.setdefault("_limit_state", {}), rep, self._limit_cycle)
 
     def kubectl(self, rep):
         script = HERE / "kubectl_bulk" / "owner_references.sh"
@@ -522,24 +508,11 @@ class HostEndpointMigration(Job):
                                    "preconditions": {"uid": h["metadata"]["uid"]}}} for h in old], concurrency)
             return time.monotonic() - start
 
-        m = self._other_round(round_name, run)
-        m["concurrency"] = concurrency
-        return m
+        return self._other_round(round_name, run)
 
     def limit(self, rep):
-        """The job's floor: at the first run the concurrency is swept (1 to 32, a whole round each), the best kept."""
-        if rep == 0:
-            sweeps = {}
-
-            def at(level):
-                sweeps[level] = self._limit_round("s%d" % level, level)
-                return sweeps[level]["wall_s"]
-            self.best, self.sweep_s = limit.sweep(at)
-            m = sweeps[self.best]
-        else:
-            m = self._limit_round("b%d" % rep, self.best)
-        m["sweep_s"] = self.sweep_s
-        return m
+        """The job's floor (benchmarks/limit.py at_best: the concurrency swept at the first run, the best kept)."""
+        return limit.at_best(self.__dict__.setdefault("_limit_state", {}), rep, self._limit_round)
 
     def kubectl(self, rep):
         script = HERE / "kubectl_bulk" / "host_endpoint_migration.sh"

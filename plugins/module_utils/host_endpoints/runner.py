@@ -31,7 +31,8 @@ import os
 import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import workers_problem
+# DEFAULT_WORKERS: the shared default, also the module's (plugins/modules/host_endpoint_migration.py imports it here)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import DEFAULT_WORKERS, workers_problem
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
     RecordStoreError, open_record_store, utc_now)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import rules
@@ -48,7 +49,6 @@ DEFAULT_RECORD_NAMESPACE = "kube-system"
 DEFAULT_RECORD_NAME = "calico-ops-host-endpoint-migration"
 DEFAULT_WAIT_TIMEOUT = 300
 DEFAULT_POLL_INTERVAL = 2.0
-DEFAULT_WORKERS = 8
 
 _now = getattr(time, "monotonic", time.time)
 

@@ -168,10 +168,6 @@ class AttachSteps(object):
             return None, "%s %s%s not found" % (kind, namespace + "/" if namespace else "", name)
         return uid, None
 
-    def _attach_one(self, discovery, keys, owners, prefetched=None):
-        """Re-attach the pending entries of one dependent; return how many entries were marked done."""
-        return self._attach_book(self._attach_net(discovery, keys, owners, prefetched))
-
     def _attach_net(self, discovery, keys, owners, prefetched=None):
         """The reads and the patch for one dependent (run on a worker thread), nothing booked: an outcome dict
         for ``_attach_book``. A ClientError of the patch is an outcome; any other error is raised."""
