@@ -308,10 +308,13 @@ def test_preflight_job(cluster, awx_job):
     # read-only, and it read the cluster as the ServiceAccount
     assert writes_by_the_service_account(cluster, job) == []
     assert cluster.audit.reads_since(job.mark, users=(SA_USER,))
-    # and only as the ServiceAccount: no request of the kubernetes Python client (what the modules use) came as the
-    # admin of the local control plane's kubeconfig (kwok and the controllers, also admin, use other clients)
+    # and only as the ServiceAccount: no request of the modules' clients (k8s/transport.py's, or the kubernetes
+    # Python client kubernetes.core builds) came as the admin of the local control plane's kubeconfig (kwok and the
+    # controllers, also admin, use other clients)
     assert [e["requestURI"] for e in cluster.audit.events_since(job.mark, users=("admin",))
-            if (e.get("userAgent") or "").startswith("OpenAPI-Generator")] == []
+            if (e.get("userAgent") or "").startswith(("OpenAPI-Generator", "calico-ops/"))] == []
+    assert any((e.get("userAgent") or "").startswith("calico-ops/")
+               for e in cluster.audit.events_since(job.mark, users=(SA_USER,)))
 
 
 @pytest.fixture

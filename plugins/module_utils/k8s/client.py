@@ -3,10 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """One job: talk to the Kubernetes API server.
 
-Authentication comes from kubernetes.core (``K8S_AUTH_*`` environment, kubeconfig, in-cluster), so every
-module of this collection accepts the same auth options as ``kubernetes.core.k8s``. Requests go through
-the kubernetes client's ``ApiClient`` as raw JSON (no per-object model conversion): LISTs are paginated
-with ``limit``/``continue`` and return plain dicts.
+Every module of this collection accepts kubernetes.core's auth options (and its ``K8S_AUTH_*`` environment), read
+by kubernetes.core's rules. Requests are raw JSON (no per-object model conversion): LISTs are paginated with
+``limit``/``continue`` and return plain dicts. They go through ``k8s/transport.py`` (http.client, no kubernetes
+client import) when the options lead to a server and credentials it reads (a kubeconfig's certificates or token,
+``host`` with ``api_key``), else through kubernetes.core's own client (exec plugins, auth providers, proxies,
+impersonation, in-cluster): both behind the same ``request``.
 
 Check mode is enforced here, once: a client built with ``check_mode=True`` refuses every mutating call
 (``ReadOnlyViolation``), so a module in check mode cannot write even by mistake.
@@ -24,16 +26,9 @@ try:
 except ImportError:  # pragma: no cover - kubernetes.core is a declared dependency
     AUTH_ARG_SPEC = {}
 
-try:
-    from kubernetes.dynamic.exceptions import DynamicApiError
-    HAS_K8S = True
-except ImportError:  # pragma: no cover - reported by the module through missing_required_lib
-    class DynamicApiError(Exception):  # pylint: disable=missing-class-docstring
-        pass
-    HAS_K8S = False
-
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import (
-    ClientError, ReadOnlyViolation, api_error, describe_path, unreachable)
+    ClientError, ReadOnlyViolation, api_error, describe_path, is_api_exception, unreachable)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.transport import HttpTransport, endpoint
 
 FIELD_MANAGER = "calico-ops"
 DEFAULT_PAGE_SIZE = 500
@@ -73,8 +68,31 @@ def api_path(api_version, plural, namespace=None, name=None, subresource=None):
     return "/".join(parts)
 
 
+def transport_from_module(module):
+    """``HttpTransport`` when ``k8s/transport.py`` reads the auth options' shape, else kubernetes.core's dynamic
+    client (``get_api_client``: its rules, its errors, its ``kubernetes`` library check)."""
+    found = endpoint(module.params)
+    if found is not None:
+        return HttpTransport(found)
+    requires = getattr(module, "requires", None)
+    if requires is not None:
+        requires("kubernetes")  # kubernetes.core's own failure when the library is missing
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    return get_api_client(module=module).client
+
+
+def server_url(module):
+    """The API server URL the auth options lead to."""
+    found = endpoint(module.params)
+    if found is not None:
+        return found.server
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    return get_api_client(module=module).configuration.host
+
+
 class Client(object):
-    """A thin JSON client over kubernetes.core's authenticated dynamic client (raw requests)."""
+    """A thin JSON client over a transport: ``k8s/transport.py``'s, or kubernetes.core's authenticated dynamic
+    client (raw requests); anything with the ``request`` of the kubernetes ``DynamicClient``."""
 
     def __init__(self, dynamic_client, check_mode=False, field_manager=FIELD_MANAGER, timeout=60):
         self._dyn = dynamic_client
@@ -86,10 +104,8 @@ class Client(object):
     @classmethod
     def from_module(cls, module, **kwargs):
         """Build from an AnsibleModule whose params hold kubernetes.core's auth options."""
-        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
         check_kubeconfig(module)
-        k8s = get_api_client(module=module)
-        return cls(k8s.client, check_mode=module.check_mode, **kwargs)
+        return cls(transport_from_module(module), check_mode=module.check_mode, **kwargs)
 
     # -- transport -------------------------------------------------------------------------------
 
@@ -119,11 +135,11 @@ class Client(object):
                                      content_type=content_type or "application/json",
                                      _request_timeout=self.timeout)
             data = resp.data
-        except DynamicApiError as exc:
-            error = api_error(method, path, getattr(exc, "status", 0), getattr(exc, "reason", ""),
-                              getattr(exc, "body", None), what=what)
-        except Exception as exc:  # connection refused, TLS, timeouts
-            error = unreachable(method, path, exc, what=what)
+        except Exception as exc:  # an error status (the API's); else connection refused, TLS, timeouts
+            if is_api_exception(exc):
+                error = api_error(method, path, exc.status, exc.reason, exc.body, what=what)
+            else:
+                error = unreachable(method, path, exc, what=what)
         if error is not None:
             raise error  # outside the except block: no chained exception (nor its text) travels with it
         if not data:

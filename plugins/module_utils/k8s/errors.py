@@ -202,7 +202,9 @@ def unreachable(method, path, exc, what=None):
     return ClientError(text, status=0, reason=reason, what=what)
 
 
-def _is_api_exception(exc):
+def is_api_exception(exc):
+    """An API response with an error status: the kubernetes client's ``ApiException``/``DynamicApiError``,
+    transport.py's ``HttpError``."""
     return isinstance(getattr(exc, "status", None), int) and hasattr(exc, "reason") and hasattr(exc, "body")
 
 
@@ -223,7 +225,7 @@ def failure_message(exc, what="", prefix="", building=False):
     kubeconfig / K8S_AUTH_* options, so anything but a connection or API error is the configuration's."""
     if isinstance(exc, ClientError):
         return one_line(prefix + str(exc), 0)
-    if _is_api_exception(exc):
+    if is_api_exception(exc):
         return prefix + str(api_error("request", getattr(exc, "path", "") or "", exc.status, exc.reason,
                                       getattr(exc, "body", None), what=what or "the API request"))
     if _is_config_error(exc) or (building and not _is_connection_error(exc)

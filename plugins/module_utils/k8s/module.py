@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - kubernetes.core is a declared dependen
     AnsibleK8SModule = AnsibleModule
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec, check_kubeconfig)
+    Client, ClientError, auth_argument_spec, check_kubeconfig, server_url)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import failure_message, one_line
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import Redactor
 
@@ -135,6 +135,12 @@ class K8sModule(_Base):
     def __init__(self, options, error_prefix="", errors=(), subject=None, **kwargs):
         """``subject(params)``: what the module works on (``configmaps kube-system/x``), named by a failure that
         happens before any request can name its object (the API server not reached, a kubeconfig not loaded)."""
+        if self.module_class is not AnsibleModule:
+            # kubernetes.core's checks (of kubernetes, and of PyYAML: its version lookup imports every library it
+            # knows) import the kubernetes library at every start (~0.45 s of CPU); it is needed only where
+            # kubernetes.core's own client is built, and checked there (k8s/client.py)
+            kwargs.setdefault("check_k8s", False)
+            kwargs.setdefault("check_pyyaml", False)
         super(K8sModule, self).__init__(k8s_argument_spec(options), error_prefix, errors, **kwargs)
         self.subject = subject
 
@@ -143,9 +149,8 @@ class K8sModule(_Base):
         return self._build(lambda: Client.from_module(self.module, **kwargs))
 
     def server_url(self):
-        """The API server URL the auth options lead to (from kubernetes.core's configuration)."""
-        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-        return self._build(lambda: get_api_client(module=self.module).configuration.host)
+        """The API server URL the auth options lead to (kubernetes.core's rules; k8s/transport.py)."""
+        return self._build(lambda: server_url(self.module))
 
     def _build(self, make):
         """``make()``, or a one-line failure: kubernetes.core's client reads the kubeconfig (its errors name the
