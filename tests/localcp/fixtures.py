@@ -222,7 +222,10 @@ class Ansible:
         run_env = self.cluster.env
         run_env.update({"ANSIBLE_STDOUT_CALLBACK": callback, "ANSIBLE_NOCOLOR": "1",
                         "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
-                        "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0"})
+                        "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+                        # the module sent on the local connection's stdin: no temporary directory, copy, chmod and
+                        # removal per task (measured: about 0.08 s of CPU less per task, ansible-core 2.19)
+                        "ANSIBLE_PIPELINING": "1"})
         run_env.update(env or {})
         return cmd, run_env
 

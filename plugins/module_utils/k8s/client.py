@@ -68,6 +68,14 @@ def api_path(api_version, plural, namespace=None, name=None, subresource=None):
     return "/".join(parts)
 
 
+class FirstContactFailed(Exception):
+    """Nothing answered the client's first request (``cause``: the connection error, never its text alone)."""
+
+    def __init__(self, cause):
+        super(FirstContactFailed, self).__init__(type(cause).__name__)
+        self.cause = cause
+
+
 def transport_from_module(module):
     """``HttpTransport`` when ``k8s/transport.py`` reads the auth options' shape, else kubernetes.core's dynamic
     client (``get_api_client``: its rules, its errors, its ``kubernetes`` library check)."""
@@ -100,6 +108,11 @@ class Client(object):
         self.check_mode = check_mode
         self.field_manager = field_manager
         self.requests = {"read": 0, "write": 0, "dry_run": 0}
+        # the module's first request is its first contact with the API server (no request is made to build the
+        # client): when nothing answers it, ``FirstContactFailed`` (not a ClientError: no job mistakes it for an
+        # answer, e.g. a type "registered but unreadable") carries the cause to the module, which names its subject
+        self.answered = False
+        self.first_contact_fails_module = False
 
     @classmethod
     def from_module(cls, module, **kwargs):
@@ -135,9 +148,13 @@ class Client(object):
                                      content_type=content_type or "application/json",
                                      _request_timeout=self.timeout)
             data = resp.data
+            self.answered = True
         except Exception as exc:  # an error status (the API's); else connection refused, TLS, timeouts
             if is_api_exception(exc):
+                self.answered = True
                 error = api_error(method, path, exc.status, exc.reason, exc.body, what=what)
+            elif self.first_contact_fails_module and not self.answered:
+                error = FirstContactFailed(exc)
             else:
                 error = unreachable(method, path, exc, what=what)
         if error is not None:

@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - kubernetes.core is a declared dependen
     AnsibleK8SModule = AnsibleModule
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
-    Client, ClientError, auth_argument_spec, check_kubeconfig, server_url)
+    Client, ClientError, FirstContactFailed, auth_argument_spec, check_kubeconfig, server_url)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import failure_message, one_line
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import Redactor
 
@@ -115,6 +115,9 @@ class _Base(object):
             failure = (exc.msg, exc.result)
         except ClientError as exc:
             failure = (self.error_prefix + str(exc), {"status": exc.status})
+        except FirstContactFailed as exc:  # the API server not reached at all: named as the module's subject
+            failure = (failure_message(exc.cause, what=self.what(), prefix=self.error_prefix, building=True),
+                       {"status": 0})
         except self.errors as exc:  # a job's own error: its message, and what it did (``result``) if it says
             failure = (str(exc), dict(getattr(exc, "result", None) or {}))
         except Exception as exc:  # anything else (a bug, the kubernetes client's own exceptions): one line
@@ -146,7 +149,9 @@ class K8sModule(_Base):
 
     def client(self, **kwargs):
         """The collection's ``Client`` (read-only in check mode)."""
-        return self._build(lambda: Client.from_module(self.module, **kwargs))
+        client = self._build(lambda: Client.from_module(self.module, **kwargs))
+        client.first_contact_fails_module = True
+        return client
 
     def server_url(self):
         """The API server URL the auth options lead to (kubernetes.core's rules; k8s/transport.py)."""

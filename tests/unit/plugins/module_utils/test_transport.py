@@ -207,3 +207,18 @@ def test_client_certificate_data_is_loaded_from_private_files_removed_at_once(mo
     assert seen["modes"] == [0o600, 0o600] and seen["data"] == [b"CERT", b"KEY"]
     assert not any(os.path.exists(p) for p in seen["paths"])
     assert not os.path.exists(os.path.dirname(seen["paths"][0]))
+
+
+def test_nothing_answering_the_first_request_is_the_modules_failure_later_the_objects(fake_http):
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import FirstContactFailed
+    fake_http.script = [ConnectionRefusedError(111, "Connection refused"), FakeResponse(200, b"{}"),
+                        ConnectionRefusedError(111, "Connection refused")]
+    client = Client(tr.HttpTransport(tr.Endpoint("http://127.0.0.1:8080")))
+    client.first_contact_fails_module = True  # what K8sModule.client() sets
+    with pytest.raises(FirstContactFailed) as first:
+        client.get("v1", "namespaces", "a")
+    assert isinstance(first.value.cause, tr.Unreachable)  # the module names its subject (K8sModule.run)
+    client.get("v1", "namespaces", "a")
+    with pytest.raises(ClientError) as later:  # once the server answered, a failure names the request's object
+        client.get("v1", "namespaces", "b")
+    assert later.value.status == 0 and "namespaces b" in str(later.value)
