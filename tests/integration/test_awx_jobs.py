@@ -360,8 +360,8 @@ def test_install_then_enable_jobs(cluster, kube_proxy_daemonset, awx_job):
     job = awx_job("playbooks/install_ebpf.yml",
                   {"ebpf_install_variant": "Calico", "ebpf_install_platform": "kubeadm", "ebpf_install_wait": "false",
                    "ebpf_install_timeout": 120},
-                  inventory_vars={"ebpf_install_manifest_url": cluster.mirror_url, "ebpf_install_poll_interval": 2,
-                                  "kube_proxy_timeout": 120, "kube_proxy_poll_interval": 2})
+                  inventory_vars={"ebpf_install_manifest_url": cluster.mirror_url, "ebpf_install_poll_interval": 5,
+                                  "kube_proxy_timeout": 120, "kube_proxy_poll_interval": 5})
     job.assert_successful()
     summary = job.artifacts["calico_ebpf_install"]
     assert summary["variant"] == "Calico" and summary["platform"] == "kubeadm", summary
@@ -380,7 +380,7 @@ def test_install_then_enable_jobs(cluster, kube_proxy_daemonset, awx_job):
     job = awx_job("playbooks/enable_ebpf.yml",
                   {"ebpf_install_variant": "Calico", "ebpf_install_platform": "kubeadm", "ebpf_install_wait": "false",
                    "ebpf_install_timeout": 120},
-                  inventory_vars={"kube_proxy_timeout": 120, "kube_proxy_poll_interval": 2})
+                  inventory_vars={"kube_proxy_timeout": 120, "kube_proxy_poll_interval": 5})
     job.assert_successful()
     inst = json.loads(cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
     assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
@@ -391,7 +391,7 @@ def test_install_then_enable_jobs(cluster, kube_proxy_daemonset, awx_job):
     # and back: the disable template brings kube-proxy back (its pods ready) before it switches to Iptables
     job = awx_job("playbooks/disable_ebpf.yml",
                   {"ebpf_rollback_platform": "kubeadm", "ebpf_rollback_wait": "false", "ebpf_rollback_timeout": 120},
-                  inventory_vars={"kube_proxy_timeout": 120, "kube_proxy_poll_interval": 2})
+                  inventory_vars={"kube_proxy_timeout": 120, "kube_proxy_poll_interval": 5})
     job.assert_successful()
     inst = json.loads(cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
     assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables"
@@ -509,7 +509,7 @@ def test_upgrade_job_manifest_install(cluster, awx_job):
             cluster.wait_for(lambda: ((get(cluster, CRD, "ClusterInformation", "default") or {}).get("spec") or {})
                              .get("calicoVersion") == "v3.29.7", timeout=60, what="ClusterInformation at v3.29.7")
             job = awx_job("playbooks/upgrade.yml", {"upgrade_target_version": "v3.31.4", "upgrade_timeout": 180},
-                          inventory_vars={"upgrade_poll_interval": 1})
+                          inventory_vars={"upgrade_poll_interval": 5})
             assert not node.errors, node.errors
         job.assert_successful()
         summary = job.artifacts["calico_ops_upgrade"]
@@ -540,7 +540,7 @@ def test_migrate_datastore_job(cluster, awx_job, credential, tmp_path):
             job = awx_job("playbooks/migrate_datastore.yml",
                           {"datastore_migration_calicoctl": m.calicoctl, "datastore_migration_timeout": 120},
                           inventory_vars={"datastore_migration_record_name": m.record,
-                                          "datastore_migration_poll_interval": 1})
+                                          "datastore_migration_poll_interval": 5})
             job.assert_successful()
         assert not node.errors, node.errors
         assert m.node_env().get("DATASTORE_TYPE") == "kubernetes"
@@ -576,7 +576,7 @@ def test_migrate_to_operator_job(cluster, awx_job):
              "spec": {"cidr": "192.168.0.0/16", "ipipMode": "Always", "natOutgoing": True, "nodeSelector": "all()"}}]))
         job = awx_job("playbooks/migrate_to_operator.yml", {"operator_migration_timeout": 300},
                       inventory_vars={"operator_migration_manifest_url": cluster.mirror_url,
-                                      "operator_migration_poll_interval": 2})
+                                      "operator_migration_poll_interval": 5})
         job.assert_successful()
         assert get(cluster, "apps/v1", "DaemonSet", "calico-node", "kube-system") is None
         assert get(cluster, "apps/v1", "DaemonSet", "calico-node", "calico-system") is not None

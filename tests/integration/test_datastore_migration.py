@@ -147,7 +147,7 @@ class Migration:
                "datastore_migration_manifest_url": self.cluster.mirror_url,
                "datastore_migration_record_name": self.record,
                "datastore_migration_timeout": 120,
-               "datastore_migration_poll_interval": 1}
+               "datastore_migration_poll_interval": 5}
         out.update(extra)
         return out
 

@@ -25,8 +25,8 @@ OPERATOR_KEY = "operator.tigera.io/disable-kube-proxy"
 
 
 def _rollback_vars(**extra):
-    out = {"ebpf_rollback_platform": "kubeadm", "ebpf_rollback_timeout": 240, "ebpf_rollback_poll_interval": 2,
-           "kube_proxy_timeout": 120, "kube_proxy_poll_interval": 1}
+    out = {"ebpf_rollback_platform": "kubeadm", "ebpf_rollback_timeout": 240, "ebpf_rollback_poll_interval": 5,
+           "kube_proxy_timeout": 120, "kube_proxy_poll_interval": 5}
     out.update(extra)
     return out
 

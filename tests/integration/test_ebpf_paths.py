@@ -78,7 +78,7 @@ def test_a_changed_endpoint_reaches_calico_node_through_the_operator_restart(cal
     before = cluster.wait_for_process("tigera-operator", "v1.40.7", timeout=10)
     res = op_ansible.playbook("playbooks/services_endpoint.yml", {
         "services_endpoint_platform": "kubeadm", "services_endpoint_host": "api2.cluster.example",
-        "services_endpoint_port": 8443, "services_endpoint_timeout": 120, "services_endpoint_poll_interval": 2},
+        "services_endpoint_port": 8443, "services_endpoint_timeout": 120, "services_endpoint_poll_interval": 5},
         callback="default")
     assert res.rc == 0, res.stdout[-4000:]
     after = cluster.wait_for(lambda: next((p for p in cluster.processes("tigera-operator")

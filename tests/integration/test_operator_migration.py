@@ -130,7 +130,7 @@ def _policies(cluster):
 
 def _vars(cluster, tmp_path, **extra):
     out = {"operator_migration_manifest_url": cluster.mirror_url, "operator_migration_timeout": 300,
-           "operator_migration_poll_interval": 2, "operator_migration_artifacts_dir": str(tmp_path / "artifacts")}
+           "operator_migration_poll_interval": 5, "operator_migration_artifacts_dir": str(tmp_path / "artifacts")}
     out.update(extra)
     return out
 

@@ -53,7 +53,7 @@ def upgrade_vars(cluster, tmp_path, install, **extra):
         "upgrade_chart_repo_url": cluster.chart_repo_url,
         "upgrade_artifacts_dir": str(tmp_path / "artifacts"),
         "upgrade_timeout": 60,
-        "upgrade_poll_interval": 1,
+        "upgrade_poll_interval": 5,
         "upgrade_record_name": "calico-ops-upgrade-" + suffix,
         "upgrade_owner_references_record_name": "calico-ops-owner-refs-" + suffix,
         "upgrade_owner_references_record_path": str(tmp_path / "owner-references.json"),

@@ -139,7 +139,7 @@ class Cluster:
     def remove_nodes(self, names: list) -> None:
         nodes_mod.delete_nodes(self.cp, names)
 
-    def wait_for(self, predicate, timeout: float = 60, interval: float = 0.5, what: str = "condition"):
+    def wait_for(self, predicate, timeout: float = 60, interval: float = 1.0, what: str = "condition"):
         deadline = time.monotonic() + timeout
         while True:
             value = predicate()

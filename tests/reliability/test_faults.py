@@ -656,7 +656,7 @@ class KubeProxyDisable(KubeProxy):
                                                    **{"config.conf": KUBEADM_IPVS_CONF})}))
         return {"vars": {"kube_proxy_state": "disabled", "kube_proxy_platform": "kubeadm",
                          "kube_proxy_switch_ipvs_to_iptables": True, "kube_proxy_timeout": 60,
-                         "kube_proxy_poll_interval": 1}}
+                         "kube_proxy_poll_interval": 5}}
 
     def check(self, cluster, ctx, result):
         owned = self.owned(cluster, ctx)
