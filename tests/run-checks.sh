@@ -145,11 +145,11 @@ step_molecule() {
   # scenarios install and remove the real Tigera operator and Calico's CRDs, and on one shared control plane what
   # one scenario's cleanup leaves (seen: install_ebpf after enable_ebpf and host_endpoints met TigeraStatus
   # ippools Degraded, "no matches for kind IPPool in version projectcalico.org/v3") decided the next one's result.
-  # So they can also run side by side: CALICO_OPS_MOLECULE_JOBS at a time (default 3; most of a scenario's time is
+  # So they can also run side by side: CALICO_OPS_MOLECULE_JOBS at a time (default 2; most of a scenario's time is
   # spent waiting on the operator and kwok), each `molecule test -s <scenario>` into a log of its own, printed
   # whole when it ends. Molecule's own state and Ansible's temporary files under .build, not in the user's
   # ~/.ansible.
-  local jobs=${CALICO_OPS_MOLECULE_JOBS:-3} logs=$ROOT/.build/molecule-logs scenarios=() s
+  local jobs=${CALICO_OPS_MOLECULE_JOBS:-2} logs=$ROOT/.build/molecule-logs scenarios=() s
   for s in extensions/molecule/*/molecule.yml; do s=${s%/molecule.yml}; scenarios+=("${s##*/}"); done
   [ -n "${CALICO_OPS_MOLECULE_SCENARIOS:-}" ] && read -r -a scenarios <<< "$CALICO_OPS_MOLECULE_SCENARIOS"
   rm -rf "$logs" && mkdir -p "$logs"
