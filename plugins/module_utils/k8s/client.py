@@ -102,7 +102,8 @@ class Client(object):
     """A thin JSON client over a transport: ``k8s/transport.py``'s, or kubernetes.core's authenticated dynamic
     client (raw requests); anything with the ``request`` of the kubernetes ``DynamicClient``."""
 
-    def __init__(self, dynamic_client, check_mode=False, field_manager=FIELD_MANAGER, timeout=60):
+    def __init__(self, dynamic_client, check_mode=False, field_manager=FIELD_MANAGER, timeout=60,
+                 first_contact_fails_module=False):
         self._dyn = dynamic_client
         self.timeout = timeout
         self.check_mode = check_mode
@@ -112,7 +113,7 @@ class Client(object):
         # client): when nothing answers it, ``FirstContactFailed`` (not a ClientError: no job mistakes it for an
         # answer, e.g. a type "registered but unreadable") carries the cause to the module, which names its subject
         self.answered = False
-        self.first_contact_fails_module = False
+        self.first_contact_fails_module = first_contact_fails_module
 
     @classmethod
     def from_module(cls, module, **kwargs):

@@ -149,9 +149,8 @@ class K8sModule(_Base):
 
     def client(self, **kwargs):
         """The collection's ``Client`` (read-only in check mode)."""
-        client = self._build(lambda: Client.from_module(self.module, **kwargs))
-        client.first_contact_fails_module = True
-        return client
+        kwargs.setdefault("first_contact_fails_module", True)
+        return self._build(lambda: Client.from_module(self.module, **kwargs))
 
     def server_url(self):
         """The API server URL the auth options lead to (kubernetes.core's rules; k8s/transport.py)."""

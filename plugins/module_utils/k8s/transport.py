@@ -294,10 +294,6 @@ class HttpTransport(object):
         self.bearer = ep.bearer()
         self._local = threading.local()
 
-    @property
-    def host_url(self):
-        return self.endpoint.server
-
     def _connection(self, timeout):
         conn = getattr(self._local, "conn", None)
         if conn is not None and conn.sock is not None:
@@ -352,13 +348,7 @@ class HttpTransport(object):
             if resp.status >= 400:
                 raise HttpError(resp.status, resp.reason, data)
             return _Response(data)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def close(self):
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        return None  # pragma: no cover - the loop returns or raises
 
 
 class _Response(object):

@@ -213,8 +213,8 @@ def test_nothing_answering_the_first_request_is_the_modules_failure_later_the_ob
     from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import FirstContactFailed
     fake_http.script = [ConnectionRefusedError(111, "Connection refused"), FakeResponse(200, b"{}"),
                         ConnectionRefusedError(111, "Connection refused")]
-    client = Client(tr.HttpTransport(tr.Endpoint("http://127.0.0.1:8080")))
-    client.first_contact_fails_module = True  # what K8sModule.client() sets
+    client = Client(tr.HttpTransport(tr.Endpoint("http://127.0.0.1:8080")),
+                    first_contact_fails_module=True)  # what K8sModule.client() asks for
     with pytest.raises(FirstContactFailed) as first:
         client.get("v1", "namespaces", "a")
     assert isinstance(first.value.cause, tr.Unreachable)  # the module names its subject (K8sModule.run)
