@@ -21,7 +21,15 @@ help:
 	@echo "make test   - lint, sanity, unit, integration, reliability and Molecule against the local control plane"
 	@echo "make cluster-up / cluster-down / cluster-env - a control plane to poke at by hand"
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed $(VENV)/.zipimport-cache
+
+# tests only: module processes of this venv keep zipimport's compiled code when CALICO_OPS_TEST_ZIPIMPORT_CACHE is
+# set (tests/conftest.py and tests/run-checks.sh set it; nothing else does): tests/tools/zipimport_cache.py
+$(VENV)/.zipimport-cache: tests/tools/zipimport_cache.py $(VENV)/.installed
+	@site=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+		cp tests/tools/zipimport_cache.py "$$site/_calico_ops_zipimport_cache.py" && \
+		echo "import _calico_ops_zipimport_cache" > "$$site/_calico_ops_zipimport_cache.pth"
+	@touch $@
 
 $(VENV)/.installed: requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python >= 3.11 is needed)"; exit 1; }

@@ -5,10 +5,15 @@ Puts ``tests/`` on sys.path (for the ``localcp`` harness) and the repository on 
 imports resolve to this working tree.
 """
 
+import os
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# Ansible modules run by the tests compile their AnsiballZ payload's source once, not on every task
+# (tests/tools/zipimport_cache.py, installed into .venv by `make venv`); the children (ansible-playbook, Molecule,
+# ansible-runner) inherit it
+os.environ.setdefault("CALICO_OPS_TEST_ZIPIMPORT_CACHE", str(HERE.parent / ".build" / "zipimport-cache"))
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 

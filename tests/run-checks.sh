@@ -8,6 +8,9 @@ BIN=$ROOT/.venv/bin
 export PATH="$BIN:$PATH"
 export PYTHONPATH="$ROOT/tests"
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections"
+# module processes compile the AnsiballZ payload's source once per source text, not on every task (tests only:
+# tests/tools/zipimport_cache.py, which `make venv` installs into .venv)
+export CALICO_OPS_TEST_ZIPIMPORT_CACHE="${CALICO_OPS_TEST_ZIPIMPORT_CACHE:-$ROOT/.build/zipimport-cache}"
 steps=("$@")
 # The static checks first, one after another (not beside the integration pool: measured 2026-11-26, the pool alone
 # keeps both CPUs busy - vmstat idle ~6% - so nothing is gained, and galaxy-importer's own 180 s limit on its
