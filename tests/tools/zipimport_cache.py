@@ -17,16 +17,20 @@ code object's ``co_filename`` set to this import's own path, as a fresh compile 
 source compiles to: same source bytes, same compiler, same Python (the cache directory is per Python version).
 """
 
-import hashlib
-import marshal
 import os
-import sys
-import zipimport
 
 _ENV = "CALICO_OPS_TEST_ZIPIMPORT_CACHE"
 
 
 def _install(root):
+    # imported here: with the variable unset (every Python process of the venv runs this file) nothing else is
+    import hashlib
+    import marshal
+    import sys
+    import zipimport
+
+    if getattr(zipimport, "_compile_source", None) is None:  # not CPython's zipimport: nothing to do
+        return
     directory = os.path.join(root, "%s-%d%d" % (sys.implementation.cache_tag, sys.version_info[0], sys.version_info[1]))
     original = zipimport._compile_source
 
@@ -58,5 +62,5 @@ def _install(root):
     zipimport._compile_source = compile_source
 
 
-if os.environ.get(_ENV) and getattr(zipimport, "_compile_source", None) is not None:
+if os.environ.get(_ENV):
     _install(os.environ[_ENV])

@@ -4,6 +4,7 @@ and how an error status and a dropped connection come back. No network: the conn
 import base64
 import http.client
 import os
+import ssl
 
 import pytest
 
@@ -222,3 +223,38 @@ def test_nothing_answering_the_first_request_is_the_modules_failure_later_the_ob
     with pytest.raises(ClientError) as later:  # once the server answered, a failure names the request's object
         client.get("v1", "namespaces", "b")
     assert later.value.status == 0 and "namespaces b" in str(later.value)
+
+
+def _self_signed_ca_pem():
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, u"unit-test-ca")])
+    now = datetime.datetime(2026, 1, 1)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=3650))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.mark.parametrize("kind", ["data", "file"])
+def test_the_kubeconfigs_ca_is_the_only_one_trusted(tmp_path, kind):
+    pem = _self_signed_ca_pem()
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(pem)
+    ctx = tr._ssl_context(tr.Endpoint("https://127.0.0.1:6443", ca=(kind, pem if kind == "data" else str(ca))))
+    assert [c["subject"] for c in ctx.get_ca_certs()] == [((("commonName", "unit-test-ca"),),)]
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+
+
+def test_without_a_ca_the_systems_store_and_with_skip_verify_none(monkeypatch):
+    loaded = []
+    monkeypatch.setattr(ssl.SSLContext, "load_default_certs", lambda self, *a: loaded.append(a))
+    ctx = tr._ssl_context(tr.Endpoint("https://127.0.0.1:6443"))
+    assert len(loaded) == 1 and ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+    ctx = tr._ssl_context(tr.Endpoint("https://127.0.0.1:6443", verify=False))
+    assert len(loaded) == 1 and ctx.verify_mode == ssl.CERT_NONE and not ctx.check_hostname
