@@ -146,7 +146,9 @@ def run_cases(cluster, cases, workdir, users, timeout=900):
     play.write_text(yaml.safe_dump([case_play(cid, target) for cid, (target, _hv) in cases.items()], sort_keys=False))
     env = dict(cluster.env)
     env.update({"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_NOCOLOR": "1",
-                "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0", "HOME": str(workdir)})
+                "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0", "HOME": str(workdir),
+                # as localcp/fixtures.py runs playbooks: the module on stdin, the JSON on one line (its C encoder)
+                "ANSIBLE_PIPELINING": "1", "ANSIBLE_JSON_INDENT": "0"})
     mark = cluster.audit.mark()
     started = time.time()
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(play), "-i", str(inv)],
