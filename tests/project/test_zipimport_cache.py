@@ -78,8 +78,11 @@ def test_a_damaged_cache_entry_is_compiled_again(tmp_path):
     cache = tmp_path / "cache"
     (tmp_path / "a").mkdir()
     assert run(make_zip(tmp_path / "a" / "p.zip", "one"), cache)[0] == "one"
-    cached_files(cache)[0].write_bytes(b"not marshal data")
-    assert run(tmp_path / "a" / "p.zip", cache)[0] == "one"
+    entry = cached_files(cache)[0]
+    for damaged in (b"not marshal data", marshal.dumps(12345)):  # unreadable, and readable but not code
+        entry.write_bytes(damaged)
+        assert run(tmp_path / "a" / "p.zip", cache)[0] == "one"
+        assert marshal.loads(entry.read_bytes()).co_filename.endswith("payload_mod.py")  # written again
 
 
 def test_nothing_is_cached_unless_the_variable_is_set(tmp_path):

@@ -27,11 +27,12 @@ def _install(root):
     import hashlib
     import marshal
     import sys
+    import types
     import zipimport
 
     if getattr(zipimport, "_compile_source", None) is None:  # not CPython's zipimport: nothing to do
         return
-    directory = os.path.join(root, "%s-%d%d" % (sys.implementation.cache_tag, sys.version_info[0], sys.version_info[1]))
+    directory = os.path.join(root, sys.implementation.cache_tag)  # e.g. cpython-311: one per Python version
     original = zipimport._compile_source
 
     def refile(code, filename):
@@ -44,9 +45,11 @@ def _install(root):
         path = os.path.join(directory, key[:2], key)
         try:
             with open(path, "rb") as f:
-                return refile(marshal.loads(f.read()), pathname)
+                cached = marshal.loads(f.read())
         except (OSError, ValueError, EOFError, TypeError):
-            pass
+            cached = None
+        if isinstance(cached, types.CodeType):  # anything else (a damaged entry) is compiled again and replaced
+            return refile(cached, pathname)
         code = original(pathname, source)
         if code is not None:
             try:
