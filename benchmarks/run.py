@@ -2,7 +2,7 @@
 
 Jobs (the objects and plays of benchmarks/preflight.py, owner_references.py and host_endpoint_migration.py, reused):
 
-* preflight: ebpf_preflight_info over N kwok nodes (the sizes are capped at 2,000 nodes); naive: k8s_info of the
+* preflight: ebpf_preflight_info over N kwok nodes (the sizes are capped at 5,000 nodes); naive: k8s_info of the
   nodes, the kube-proxy ConfigMap and the Services, then one set_fact per node judging it;
 * owner_references: detach + attach over N dependents (owners re-created in between); naive: k8s_info + one
   kubernetes.core.k8s merge patch per dependent and phase;
@@ -70,7 +70,7 @@ from localcp.fixtures import Ansible, Cluster, collections_path  # noqa: E402
 RESULTS = HERE / "results"
 ALL_JOBS = ("preflight", "owner_references", "host_endpoint_migration", "install_ebpf", "upgrade", "datastore_migration",
             "operator_migration", "disable_ebpf")
-PREFLIGHT_MAX_NODES = 2000
+PREFLIGHT_MAX_NODES = 5000
 # contenders beside ours and the naive loop, run where the job defines them (a method of that name):
 # limit - the job's own requests from a bare client at the best concurrency (benchmarks/limit.py);
 # kubectl - the job scripted with kubectl alone, one process per step (benchmarks/kubectl_bulk/)
@@ -101,6 +101,16 @@ def wait_seconds(data, pattern=r"\bwait"):
     """Seconds spent in tasks whose name matches ``pattern`` (the JSON callback's task durations)."""
     return sum(_task_seconds(t) for play in data.get("plays", []) for t in play.get("tasks", [])
                if re.search(pattern, t.get("task", {}).get("name", ""), re.I))
+
+
+def task_profile(data, top=12):
+    """Where a play's time went (the JSON callback's task durations): the number of tasks run, their summed
+    seconds, and the ``top`` slowest as [name, seconds] (a looped task counts once)."""
+    tasks = [(t.get("task", {}).get("name", "?"), _task_seconds(t)) for play in data.get("plays", [])
+             for t in play.get("tasks", [])]
+    slowest = sorted(tasks, key=lambda t: -t[1])[:top]
+    return {"tasks": len(tasks), "task_s": round(sum(s for _n, s in tasks), 2),
+            "slowest": [[name, round(sec, 2)] for name, sec in slowest]}
 
 
 def split(events, exclude_agent=None):
@@ -262,6 +272,75 @@ class Preflight(Job):
 
     def check(self, m, rerun):
         assert m["writes"] == 0 and rerun["writes"] == 0, (m["writes_by_resource"], rerun["writes_by_resource"])
+
+    def _other_run(self, func):
+        """``func()`` -> (seconds, the names of the nodes it judged failing); requests from the audit log (user
+        admin); the verdicts checked against the shapes as the naive loop's (every failing node and no other)."""
+        mark = self.cluster.audit.mark()
+        wall, failing = func()
+        reads, writes, dry = split(self.cluster.audit.events_since(mark))
+        wrong = [n for n, v in self.expected.items() if (n in failing) != (v == "fail")]
+        assert not wrong, wrong[:5]
+        assert not writes, writes[:3]
+        return {"wall_s": round(wall, 3), "reads": reads, "writes": 0, "dry_run_writes": dry,
+                "writes_by_resource": {}, "changed": 0}
+
+    def _limit_run(self, _prefix, concurrency):
+        """The reads ours' module makes (preflight/runner.py: /apis, the nodes in pages of 500, the kube-proxy
+        ConfigMap - EKS's name only when that is missing - and DaemonSet, Services, Pods, and the Calico and operator
+        types /apis serves), by a bare client, ``concurrency`` collections at a time (a collection's pages one after
+        another); every node judged by the module's own rules (node_rules.judge_node)."""
+        import importlib
+        collection_rules("preflight")  # puts the collection on sys.path
+        base = "ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight."
+        node_rules = importlib.import_module(base + "node_rules")
+        rules = importlib.import_module(base + "rules")
+        runner = importlib.import_module(base + "runner")
+        client = limit.BareClient(self.cluster.cp)
+
+        def run():
+            start = time.monotonic()
+            _status, apis = client.request("GET", "/apis")
+            groups = set(v["groupVersion"] for g in apis.get("groups") or [] for v in g.get("versions") or [])
+            calico = runner.CALICO_V3_API if runner.CALICO_V3_API in groups else runner.CALICO_CRD_API
+            lists = ["/api/v1/nodes", "/api/v1/services", "/api/v1/pods"]
+            if calico in groups:
+                lists += ["/apis/%s/%s" % (calico, plural)
+                          for plural in ["felixconfigurations"] + [t[0] for t in runner.CALICO_POLICY_TYPES]]
+            if runner.OPERATOR_API in groups:
+                lists.append("/apis/%s/applicationlayers" % runner.OPERATOR_API)
+
+            def kube_proxy():
+                for name in runner.KUBE_PROXY_CONFIGMAPS:
+                    if client.request("GET", "/api/v1/namespaces/kube-system/configmaps/" + name)[0] == 200:
+                        break
+                return client.request("GET", "/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy")
+
+            jobs = [lambda p=p: client.list(p) for p in lists] + [kube_proxy]
+            with ThreadPoolExecutor(max(1, min(concurrency, len(jobs)))) as pool:
+                out = list(pool.map(lambda job: job(), jobs))
+            failing = set()
+            for node in out[0]:
+                facts = node_rules.node_facts(node)
+                if rules.worst(node_rules.judge_node(facts, None).values()) == "fail":
+                    failing.add(facts["name"])
+            return time.monotonic() - start, failing
+        return self._other_run(run)
+
+    def limit(self, rep):
+        """The job's floor (benchmarks/limit.py at_best: the concurrency swept at the first run, the best kept)."""
+        return limit.at_best(self.__dict__.setdefault("_limit_state", {}), rep, self._limit_run)
+
+    def kubectl(self, rep):
+        script = HERE / "kubectl_bulk" / "preflight.sh"
+        work = self.workdir / ("kubectl-%d-%s" % (rep, os.urandom(2).hex()))
+        work.mkdir()
+
+        def run():
+            start = time.monotonic()
+            out = run_script(self.cluster, script, str(work))
+            return time.monotonic() - start, set(line for line in out.split() if line)
+        return self._other_run(run)
 
 
 class OwnerReferences(Job):
@@ -625,6 +704,7 @@ class InstallEbpf(Job):
 
     def _excluding_waits(self, m):
         waits = wait_seconds(m["_result"].data)
+        m["profile"] = task_profile(m["_result"].data)
         m["wall_with_waits_s"] = m["wall_s"]
         m["wait_tasks_s"] = round(waits, 2)
         m["wall_s"] = round(m["wall_s"] - waits, 2)
@@ -651,6 +731,36 @@ class InstallEbpf(Job):
         inst = json.loads(self.cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
         assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
         return m
+
+    def _script_run(self, script, args, check):
+        """A kubectl bulk script (benchmarks/kubectl_bulk/) timed, its own waits (``wait_s`` it prints) subtracted
+        as ours' tasks named "wait" are; requests from the audit log (user admin); ``check()`` after it."""
+        mark = self.cluster.audit.mark()
+        start = time.monotonic()
+        out = run_script(self.cluster, HERE / "kubectl_bulk" / script, *args)
+        wall = time.monotonic() - start
+        waits = sum(float(line.split()[1]) for line in out.splitlines() if line.startswith("wait_s "))
+        reads, writes, dry = split(self.cluster.audit.events_since(mark))
+        check()
+        return {"wall_s": round(wall - waits, 3), "wall_with_waits_s": round(wall, 3), "wait_tasks_s": round(waits, 2),
+                "reads": reads, "writes": len(writes), "dry_run_writes": dry,
+                "writes_by_resource": dict(collections.Counter((w.get("objectRef") or {}).get("resource")
+                                                               for w in writes)),
+                "changed": written_objects({"_writes": writes}), "_writes": writes}
+
+    def kubectl(self, rep):
+        """Calico's documented install scripted with kubectl (benchmarks/kubectl_bulk/install_ebpf.sh)."""
+        self._clean()
+        work = self.workdir / ("kubectl-%d" % rep)
+        work.mkdir(exist_ok=True)
+
+        def check():
+            inst = json.loads(self.cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
+            assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+        v = self._vars(rep)
+        return self._script_run("install_ebpf.sh", ["%s/v3.31.4/manifests" % v["ebpf_install_manifest_url"],
+                                                    v["services_endpoint_host"], str(v["services_endpoint_port"]),
+                                                    str(work)], check)
 
 
 UPGRADE_NAIVE = """
@@ -754,6 +864,29 @@ class Upgrade(InstallEbpf):
                            what="naive upgrade")
             self._check()
             m["changed"] = written_objects(m)
+            return m
+        finally:
+            self.inst.cleanup()
+
+    def kubectl(self, rep):
+        """Calico's documented manifest upgrade scripted with kubectl (benchmarks/kubectl_bulk/upgrade.sh), with
+        calico-node's stand-in reporting the version as for ours; its ClusterInformation write is not counted."""
+        self._install()
+        try:
+            work = self.workdir / ("kubectl-%d" % rep)
+            work.mkdir(exist_ok=True)
+            with self.cs.CalicoNodeStandIn(self.cluster, daemonset="calico-node"):
+                self.cluster.wait_for(lambda: (self.cs.get(self.cluster, self.cs.CRD_API, "ClusterInformation", "default")
+                                               or {}).get("spec", {}).get("calicoVersion") == self.cs.SOURCE,
+                                      timeout=60, what="ClusterInformation")
+                m = self._script_run("upgrade.sh", ["%s/%s/manifests/calico.yaml" % (self.cluster.mirror_url,
+                                                                                     self.cs.TARGET),
+                                                    self.cs.TARGET, str(work)], self._check)
+            stand_in = [w for w in m["_writes"] if (w.get("objectRef") or {}).get("resource") == "clusterinformations"]
+            m["_writes"] = [w for w in m["_writes"] if w not in stand_in]
+            m["writes"] -= len(stand_in)
+            m["changed"] = written_objects(m)
+            m["stand_in_writes"] = len(stand_in)
             return m
         finally:
             self.inst.cleanup()
@@ -1114,7 +1247,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", default=",".join(ALL_JOBS))
     parser.add_argument("--sizes", default="10,100,1000,5000",
-                        help="N per job (preflight capped at 2000 nodes; install_ebpf ignores it). The smallest "
+                        help="N per job (preflight capped at 5000 nodes; install_ebpf ignores it). The smallest "
                              "size is the calibration point the naive predictions start from")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--naive-budget", type=float, default=600.0,
@@ -1126,7 +1259,7 @@ def main(argv=None):
     parser.add_argument("--render-only", action="store_true", help="only render results.md/.png from results.json")
     parser.add_argument("--merge", action="append", default=[], metavar="RESULTS_JSON",
                         help="merge the jobs and runs of another run's results.json (e.g. one run on another control "
-                             "plane at the same time) into this one first")
+                             "plane at the same time) into this one first, per job, size and contender")
     args = parser.parse_args(argv)
     out_dir = Path(args.results)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -1135,7 +1268,10 @@ def main(argv=None):
     for other in args.merge:
         data = json.loads(Path(other).read_text())
         for name, rows in data.get("jobs", {}).items():
-            results["jobs"].setdefault(name, {}).update(rows)
+            mine = results["jobs"].setdefault(name, {})
+            for n, row in rows.items():
+                # per contender: a contender the other run did not measure keeps its figures here
+                mine[n] = dict(mine.get(n) or {}, **row)
         results.setdefault("runs", []).extend(m for m in data.get("runs", []) if m not in results["runs"])
     if args.merge:
         path.write_text(json.dumps(results, indent=1, default=str) + "\n")

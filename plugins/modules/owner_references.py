@@ -110,9 +110,11 @@ options:
     default: 500
   workers:
     description:
-      - Dependents patched at a time (the record is saved before the first detach patch either way; an attach
-        checkpoints the record after each batch of eight times this many dependents, or after each dependent with
-        C(1)). The reports, counts and diff are in the job's order whatever the order the patches went out in.
+      - Dependents patched at a time (the record is saved before the first detach patch either way). An attach
+        marks each dependent done in the record's order as its patch returns and checkpoints the record every
+        100 dependents done, at most once a second, while the next patches are in flight; with C(1) each
+        dependent is patched only after the previous one is booked. The reports, counts and diff are in the
+        job's order whatever the order the patches went out in.
     type: int
     default: 8
 extends_documentation_fragment:

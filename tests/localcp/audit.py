@@ -35,6 +35,12 @@ class AuditLog:
         self.settle()
         events = []
         with open(self.path, "rb") as f:
+            size = f.seek(0, 2)
+            if size < mark:
+                # the log was rotated or truncated since the mark: reading on would find nothing, and "no writes"
+                # would pass a check it never made
+                raise RuntimeError("audit log %s is %d bytes, shorter than the mark %d: rotated or truncated since "
+                                   "the mark, its events cannot be read" % (self.path, size, mark))
             f.seek(mark)
             for raw in f:
                 try:

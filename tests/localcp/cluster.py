@@ -35,6 +35,7 @@ ADMIN_USER = "admin"
 KWOK_USER = "kwok"
 PODRUNNER_USER = "localcp-podrunner"  # runs the Calico control components' processes (podrunner.py)
 FRONT_PROXY_USER = "front-proxy-client"  # kube-apiserver's client identity towards aggregated API servers
+AUDIT_LOG_MAX_MB = 1024 * 1024  # --audit-log-maxsize: 1 TiB, never reached (see where it is passed)
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
@@ -345,7 +346,10 @@ class ControlPlane:
             "--requestheader-extra-headers-prefix=X-Remote-Extra-", f"--proxy-client-cert-file={proxy_crt}",
             f"--proxy-client-key-file={proxy_key}",
             f"--audit-policy-file={audit_policy}", f"--audit-log-path={audit_log}",
-            "--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0",
+            "--audit-log-format=json", "--audit-log-mode=blocking",
+            # never rotated: 0 is not "no limit" but lumberjack's default of 100 MB, after which the file is
+            # renamed and a mark (an offset in it) would read nothing (AuditLog.events_since refuses that)
+            f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}",
             "--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
             "--profiling=false", "--v=0"]]
         self._spawn("kube-apiserver", self.state["apiserver_cmd"])

@@ -159,5 +159,17 @@ def test_limit_table_gives_throughput_share_and_kubectl_ratio():
     assert cells[8] == "220 / 10047 ; 6 / 10000 ; 12 / 10000"
 
 
+def test_limit_table_share_of_a_read_only_job_is_the_time_ratio():
+    results = {"jobs": {"preflight": {"5000": {
+        "n": 5000, "unit": "nodes",
+        "ours": {"median_s": 8.5, "runs_s": [8.5], "reads": 16, "writes": 0},
+        "limit": {"median_s": 4.0, "runs_s": [4.0], "reads": 16, "writes": 0, "concurrency": 4},
+        "kubectl": {"median_s": 8.0, "runs_s": [8.0], "reads": 15, "writes": 0}}}}}
+    cells = [c.strip() for c in report.render_limits(results).splitlines()[2].split("|")[1:-1]]
+    assert cells[5] == "- / - / -"  # no writes, no write rate
+    assert cells[6] == "0.47"  # the limit's time / ours' (4 / 8.5), not rounded to 0.5
+    assert cells[7] == "0.9x"
+
+
 def test_limit_table_is_empty_without_such_rows():
     assert report.render_limits({"jobs": {"preflight": {"10": {"n": 10, "ours": {"median_s": 1.0}}}}}) == ""

@@ -14,6 +14,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import collections
+import itertools
+
 try:
     from concurrent.futures import ThreadPoolExecutor
 except ImportError:  # pragma: no cover - Python 2: one request at a time
@@ -46,3 +49,44 @@ def in_order(func, jobs, workers=DEFAULT_WORKERS):
         return [call(job) for job in jobs]
     with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
         return list(pool.map(call, jobs))
+
+
+def _call(func, job):
+    try:
+        return func(job), None
+    except Exception as exc:  # pylint: disable=broad-except
+        return None, exc
+
+
+def streamed(func, jobs, workers=DEFAULT_WORKERS, ahead=None, stop=None):
+    """Yield ``(result, exception)`` of ``func`` over ``jobs`` in the jobs' order, each as soon as it and every job
+    before it are done, while ``workers`` threads go on with the jobs after it: at most ``ahead`` (default 4 x
+    ``workers``) jobs are started beyond the one being handed out, so what the caller does with an outcome
+    (counts, a checkpoint) overlaps the requests in flight instead of stopping them. Once ``stop`` (a
+    ``threading.Event``) is set, no further job is started; the ones started are still handed out. Leaving the
+    loop early waits for the started jobs and starts no other. One worker: each job runs in this thread and is
+    handed out before the next starts."""
+    jobs = iter(jobs)
+    workers = max(1, int(workers or 1))
+    if workers <= 1 or ThreadPoolExecutor is None:
+        for job in jobs:
+            if stop is not None and stop.is_set():
+                return
+            yield _call(func, job)
+        return
+    ahead = max(workers, int(ahead or 4 * workers))
+    pool = ThreadPoolExecutor(max_workers=workers)
+    started = collections.deque()
+    try:
+        for job in itertools.islice(jobs, ahead):
+            started.append(pool.submit(_call, func, job))
+        while started:
+            outcome = started.popleft().result()
+            if stop is None or not stop.is_set():
+                for job in itertools.islice(jobs, 1):
+                    started.append(pool.submit(_call, func, job))
+            yield outcome
+    finally:
+        for future in started:
+            future.cancel()
+        pool.shutdown(wait=True)

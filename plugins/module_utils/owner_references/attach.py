@@ -12,15 +12,17 @@ __metaclass__ = type
 
 import copy
 import os
+import threading
 import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import streamed
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import find_records
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import DEFAULT_RECORD_DIR
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
-    JOB, PREFETCH_MIN, OwnerReferencesError, describe_object, missing_owners_message, owner_brief, same_owner)
+    CHECKPOINT_COST_SHARE, JOB, PREFETCH_MIN, OwnerReferencesError, describe_object, missing_owners_message,
+    owner_brief, same_owner)
 
 
 class AttachSteps(object):
@@ -73,38 +75,41 @@ class AttachSteps(object):
         owners = {}
         since_checkpoint = [0]
         last_checkpoint = [time.time()]
+        interval = [self.checkpoint_seconds]
         changed = [False]
 
         def checkpoint(force=False):
             if self.check_mode or not changed[0]:
                 return
             due = (since_checkpoint[0] >= self.checkpoint_every
-                   and time.time() - last_checkpoint[0] >= self.checkpoint_seconds)
+                   and time.time() - last_checkpoint[0] >= interval[0])
             if force or due or since_checkpoint[0] >= 10 * self.checkpoint_every:
+                started = time.time()
                 store.save()
                 since_checkpoint[0] = 0
                 last_checkpoint[0] = time.time()
+                if self.checkpoint_seconds > 0:
+                    # a large record costs more to save: keep its saving under a tenth of the run
+                    interval[0] = max(self.checkpoint_seconds, CHECKPOINT_COST_SHARE * (last_checkpoint[0] - started))
 
-        # ``workers`` dependents at a time, in batches whose outcomes are booked in order (each checkpointed when
-        # due); one worker: each dependent booked as soon as it is done, as before
-        batch = 1 if self.workers <= 1 else self.workers * 8
+        # ``workers`` dependents at a time; each outcome booked in order as soon as it is in (a checkpoint when
+        # due) while the next patches are in flight; an unexpected error stops new patches, the ones sent are booked
+        stop = threading.Event()
+        unexpected = None
         try:
-            for start in range(0, len(order), batch):
-                chunk = order[start:start + batch]
-                unexpected = None
-                outcomes = in_order(lambda u: self._attach_net(discovery, by_dependent[u], owners, prefetched),
-                                    chunk, self.workers)
-                for (outcome, error) in outcomes:
-                    if error is not None:
-                        unexpected = unexpected or error
-                        continue
-                    done = self._attach_book(outcome)
-                    if done:
-                        changed[0] = True
-                        since_checkpoint[0] += done
-                    checkpoint()
-                if unexpected is not None:
-                    raise unexpected
+            for outcome, error in streamed(lambda u: self._attach_net(discovery, by_dependent[u], owners, prefetched),
+                                           order, self.workers, stop=stop):
+                if error is not None:
+                    unexpected = unexpected or error
+                    stop.set()
+                    continue
+                done = self._attach_book(outcome)
+                if done:
+                    changed[0] = True
+                    since_checkpoint[0] += done
+                checkpoint()
+            if unexpected is not None:
+                raise unexpected
         finally:
             checkpoint(force=True)
         attached_any = self.counts["attached"] > 0 or changed[0]

@@ -22,6 +22,9 @@ PATCH_RETRIES = 6
 # references in place and only marks them done
 CHECKPOINT_EVERY = 100
 CHECKPOINT_SECONDS = 1.0
+# ... and at most once per this many times the last checkpoint's own duration (a record of thousands of entries
+# takes a few hundred milliseconds to save: its checkpoints then come every few seconds, not every second)
+CHECKPOINT_COST_SHARE = 10
 PREFETCH_MIN = 10  # dependents of one type in one namespace from which attach LISTs them instead of GETs
 
 

@@ -5,8 +5,10 @@
 
 It reads, through the collection's ``Client``: the served API groups (one GET of ``/apis``), every Node in
 one paginated LIST, and one LIST per feature (Services, Pods, FelixConfigurations, the four Calico policy
-types, operator ApplicationLayers), plus the kube-proxy ConfigMap and DaemonSet in kube-system. Then it asks
-``node_rules`` and ``cluster_rules`` for the verdicts. It never writes.
+types, operator ApplicationLayers), plus the kube-proxy ConfigMap and DaemonSet in kube-system. A type of a
+group-version that ``/apis`` does not list is not asked for (it is not served: the answer would be a 404), so a
+cluster without Calico or the operator costs six requests fewer. Then it asks ``node_rules`` and
+``cluster_rules`` for the verdicts. It never writes.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -35,12 +37,16 @@ KUBE_PROXY_CONFIGMAPS = ("kube-proxy", "kube-proxy-config")  # kubeadm & co; EKS
 class _Reads(object):
     """Optional reads: a type that is not served is None; any other error is kept to report, not raised."""
 
-    def __init__(self, client, page_size):
+    def __init__(self, client, page_size, served=None):
         self.client = client
         self.page_size = page_size
+        # the group-versions /apis listed (None: not known, ask for every type); the core group is not among them
+        self.served = None if served is None else frozenset(served)
         self.errors = {}
 
     def list(self, api_version, plural, kind=None):
+        if self.served is not None and "/" in api_version and api_version not in self.served:
+            return None  # not served: what a LIST would answer with a 404, without the request
         try:
             items = self.client.list_or_none(api_version, plural, page_size=self.page_size)
         except ClientError as exc:
@@ -180,8 +186,8 @@ def feature_checks(reads, calico_api, felix, max_objects):
 def run_preflight(client, platform="auto", ignore=(), max_objects=20, page_size=500):
     """The whole preflight: per node and per check verdicts, the platform, summary and ``eligible``."""
     ignore = list(ignore or ())
-    reads = _Reads(client, page_size)
     groups = served_group_versions(client)
+    reads = _Reads(client, page_size, served=groups or None)  # an empty /apis answer proves nothing
     calico_api = CALICO_V3_API if CALICO_V3_API in groups else CALICO_CRD_API
 
     all_facts = [node_rules.node_facts(n) for n in client.list("v1", "nodes", page_size=page_size)]

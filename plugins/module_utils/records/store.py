@@ -72,6 +72,18 @@ def _dumps(value):
     return json.dumps(redact_object(value), sort_keys=True, separators=(",", ":"))
 
 
+# stands for a document's "entries" while the rest of it is serialized; replaced by the entries' own JSON
+_ENTRIES_SLOT = "\u0000calico-ops-record-entries\u0000"
+
+
+def _dumps_around(doc, entries_json):
+    """``_dumps(doc)`` where ``doc["entries"]`` is already serialized as ``entries_json`` (the same text, as keys
+    are sorted and separators compact either way)."""
+    holder = dict(doc)
+    holder["entries"] = _ENTRIES_SLOT
+    return _dumps(holder).replace(json.dumps(_ENTRIES_SLOT), entries_json, 1)
+
+
 def more_advanced(a, b):
     """The entry of two copies that is further along: done beats not done, then the higher revision.
 
@@ -127,6 +139,10 @@ class RecordStore(object):
         self._chunk_of = {}      # key -> chunk index where the cluster copy holds it
         self._chunks = {}        # index -> {"rv": resourceVersion, "text": persisted data}
         self._file_text = None   # what the file holds (None: unknown / absent)
+        # key -> (entry, its redacted JSON): an entry is replaced, never changed in place (add, update and the
+        # merge of a load make new dicts), so the text of the same object is still right; a checkpoint of a large
+        # record then serializes only the entries that changed since the last one
+        self._texts = {}
 
     # -- names ---------------------------------------------------------------------------------------
 
@@ -266,6 +282,18 @@ class RecordStore(object):
 
     # -- saving --------------------------------------------------------------------------------------
 
+    def _entry_text(self, key):
+        entry = self.entries[key]
+        cached = self._texts.get(key)
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        text = _dumps(entry)
+        self._texts[key] = (entry, text)
+        return text
+
+    def _entries_json(self, keys):
+        return "{" + ",".join(json.dumps(k) + ":" + self._entry_text(k) for k in sorted(keys)) + "}"
+
     def _layout(self):
         """chunk index -> sorted keys. Known keys stay in their chunk, new ones go to the last chunk, and
         a chunk over the size limit passes its last keys on to the next one (entries only move up)."""
@@ -275,7 +303,7 @@ class RecordStore(object):
         layout = {}
         for key in sorted(self.entries):
             layout.setdefault(self._chunk_of.get(key, last), []).append(key)
-        sizes = dict((k, len(_dumps(k)) + len(_dumps(e)) + 2) for k, e in self.entries.items())
+        sizes = dict((k, len(json.dumps(k)) + len(self._entry_text(k)) + 2) for k in self.entries)
         budget = self.chunk_bytes - 1024  # the wrapper document, metadata
         index = 0
         while index <= max(layout):
@@ -292,14 +320,14 @@ class RecordStore(object):
             index += 1
         return layout
 
-    def _chunk_doc(self, index, keys):
-        doc = {"format": FORMAT, "record": self.name, "job": self.job, "chunk": index,
-               "entries": dict((k, self.entries[k]) for k in keys)}
+    def _chunk_text(self, index, keys):
+        """The JSON of chunk ``index`` holding the entries ``keys`` (redacted, keys sorted, compact)."""
+        doc = {"format": FORMAT, "record": self.name, "job": self.job, "chunk": index}
         if self.cluster_id:
             doc["cluster"] = self.cluster_id
         if index == 0:
             doc["meta"] = self.meta
-        return doc
+        return _dumps_around(doc, self._entries_json(keys))
 
     def _configmap(self, index, text, rv=None):
         labels = dict(MANAGED_BY)
@@ -330,7 +358,7 @@ class RecordStore(object):
                     known = self._chunks.get(index)
                     if not keys and known is None:
                         continue
-                    text = _dumps(self._chunk_doc(index, keys))
+                    text = self._chunk_text(index, keys)
                     if known is not None and known["text"] == text:
                         continue
                     if known is None:
@@ -354,11 +382,12 @@ class RecordStore(object):
                                % (self.namespace, self.name, SAVE_RETRIES))
 
     def _save_file(self):
-        doc = {"format": FORMAT, "record": self.name, "job": self.job, "meta": self.meta,
-               "entries": self.entries}
+        doc = {"format": FORMAT, "record": self.name, "job": self.job, "meta": self.meta}
         if self.cluster_id:
             doc["cluster"] = self.cluster_id
-        text = json.dumps(redact_object(doc), sort_keys=True, indent=1)  # a record never holds a Secret's values
+        # redacted as the ConfigMaps are (a record never holds a Secret's values); compact, one line: the file is
+        # rewritten at every checkpoint, and an indented dump of a large record costs seconds each time
+        text = _dumps_around(doc, self._entries_json(self.entries))
         if text == self._file_text:
             return
         atomic_write(self.path, text)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order, workers_problem
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order, streamed, workers_problem
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import OwnerReferencesError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import run as or_run
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.rules import (
@@ -75,3 +75,72 @@ def test_owner_references_refuses_zero_workers_before_any_request():
 def test_host_endpoint_migration_refuses_zero_workers_before_any_request():
     with pytest.raises(HostEndpointMigrationError, match="workers is 0: .*1 or more.*nothing was read or written"):
         hep_run(NoClient(), {"state": "migrated", "workers": 0}, datastore=object())
+
+
+def test_streamed_hands_out_in_order_while_later_jobs_run():
+    """Each outcome comes out in the jobs' order as soon as it is done, and while the caller holds it the workers
+    go on with the jobs after it (at most ``ahead`` beyond it): the caller's slow bookkeeping overlaps them."""
+    started, lock = [], threading.Lock()
+
+    def job(n):
+        with lock:
+            started.append(n)
+        time.sleep(0.01 * ((n * 7) % 3))
+        return n
+    seen = []
+    for result, error in streamed(job, range(40), workers=4, ahead=8):
+        assert error is None
+        if result == 0:
+            time.sleep(0.2)  # the caller busy with the first outcome: the workers go on meanwhile
+            with lock:
+                assert 4 <= len(started) <= 9, started  # went on, and no further than ``ahead`` + 1
+        seen.append(result)
+    assert seen == list(range(40))
+
+
+def test_streamed_stop_starts_no_further_job_and_hands_out_the_started_ones():
+    stop = threading.Event()
+    started, lock = [], threading.Lock()
+
+    def job(n):
+        with lock:
+            started.append(n)
+        if n == 3:
+            raise RuntimeError("boom at 3")
+        time.sleep(0.005)
+        return n
+    out = []
+    for result, error in streamed(job, range(100), workers=2, ahead=4, stop=stop):
+        if error is not None:
+            stop.set()
+        out.append((result, str(error) if error else None))
+    assert out[3] == (None, "boom at 3")
+    assert [r for r, _e in out] == [0, 1, 2, None] + list(range(4, len(out)))  # every started job, in order
+    assert len(out) == len(started) <= 9  # none started after the stop beyond those already in flight
+
+
+def test_streamed_one_worker_runs_in_the_calling_thread_one_at_a_time():
+    main = threading.current_thread().name
+    stop = threading.Event()
+    out = []
+    for name, _e in streamed(lambda _n: threading.current_thread().name, range(5), workers=1, stop=stop):
+        out.append(name)
+        if len(out) == 2:
+            stop.set()
+    assert out == [main, main]
+
+
+def test_streamed_left_early_waits_for_the_started_and_starts_no_more():
+    started, lock = [], threading.Lock()
+
+    def job(n):
+        time.sleep(0.01)
+        with lock:
+            started.append(n)
+        return n
+    for result, _e in streamed(job, range(100), workers=3, ahead=3):
+        if result == 1:
+            break
+    count = len(started)
+    time.sleep(0.05)
+    assert len(started) == count <= 6  # the pool is shut down: nothing runs after the loop is left

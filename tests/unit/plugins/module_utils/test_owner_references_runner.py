@@ -1,6 +1,7 @@
 """owner_references.Runner against the in-memory API (the real Client, a fake transport)."""
 
 import json
+import time
 import threading
 import os
 
@@ -359,6 +360,28 @@ def test_attach_checkpoints_as_it_goes(tmp_path):
     with open(str(tmp_path / "record.json")) as f:
         entries = json.load(f)["entries"]
     assert 0 < sum(1 for e in entries.values() if e["done"]) < 7
+
+
+def test_a_costly_checkpoint_is_made_less_often(tmp_path, monkeypatch):
+    """Checkpoints come at most once per ``checkpoint_seconds`` and at most once per ten times the last one's own
+    duration: a record that takes long to save is not saved after every few dependents. The end state is saved."""
+    w = World()
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    saves = []
+    real_save = RecordStore.save
+
+    def slow_save(self):
+        saves.append(len([e for e in self.entries.values() if e.get("done")]))
+        time.sleep(0.05)  # 10 x 0.05 s: no second checkpoint within half a second
+        return real_save(self)
+    monkeypatch.setattr(RecordStore, "save", slow_save)
+    w.dyn.before_write = lambda method, path, body: time.sleep(0.01) if method == "PATCH" else None
+    result = w.runner(tmp_path, checkpoint_every=1, checkpoint_seconds=0.001, workers=1).attach()
+    w.dyn.before_write = None
+    assert result["record"]["pending"] == 0
+    assert saves[-1] == 7  # the final state, saved
+    assert len(saves) <= 3, saves  # not one per dependent (6), as the 1 ms interval alone would give
 
 
 def test_pagination_sees_every_object(tmp_path):

@@ -204,3 +204,21 @@ def test_report_merges_hosts_and_renders():
     lines = preflight_report.table_lines(report)
     assert lines[0].startswith("eBPF preflight: NOT ELIGIBLE (fail)")
     assert any(line.startswith("host_facts") and "host h2: unreachable" in line for line in lines)
+
+
+def test_types_of_groups_not_served_are_not_asked_for():
+    """A cluster without Calico or the operator: /apis does not list their group-versions, so their six LISTs
+    (FelixConfigurations, four policy types, ApplicationLayers) are not sent; the verdicts are those of 'not
+    installed'. With Calico installed every one of its types is read."""
+    bare, calico = api(), api("crd")
+    for dyn in (bare, calico):
+        add_node(dyn, "node-1")
+    r_bare, r_calico = run_preflight(client(bare)), run_preflight(client(calico))
+    asked = [p for _m, p in reads_of(bare)]
+    assert not [p for p in asked if "projectcalico.org" in p or "operator.tigera.io" in p], asked
+    assert r_bare["calico"]["installed"] is False
+    assert r_bare["checks"]["policy_log_action"]["reason"].startswith("not installed")
+    assert r_bare["read_errors"] == {}
+    calico_reads = [p for _m, p in reads_of(calico) if "/crd.projectcalico.org/v1/" in p]
+    assert len(calico_reads) == 5, calico_reads  # FelixConfigurations and the four policy types
+    assert r_calico["api_requests"]["read"] - r_bare["api_requests"]["read"] == 5

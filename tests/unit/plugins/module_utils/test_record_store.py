@@ -258,3 +258,52 @@ def test_label_value_is_valid_for_long_names():
     long_name = "a" * 70
     value = label_value(long_name)
     assert len(value) <= 63 and value != label_value("a" * 71)
+
+
+def test_saved_texts_are_the_plain_redacted_json_of_the_whole_documents(tmp_path):
+    """A chunk and the file are built from each entry's cached text; they are exactly the JSON (keys sorted,
+    compact) of the redacted documents, secrets masked in them as before."""
+    dyn = standard_api()
+    s = store(dyn, tmp_path, chunk_bytes=8 * 1024)
+    s.load()
+    fill(s, 60, size=150)
+    secret = {"kind": "Secret", "metadata": {"name": "pull"}, "data": {".dockerconfigjson": "c2VjcmV0LXZhbHVl"}}
+    s.add("key-secret", {"object": secret})
+    s.meta["note"] = "meta\u0000with a NUL"
+    s.save()
+    layout = s._layout()
+    for index, keys in layout.items():
+        doc = {"format": record_store.FORMAT, "record": "rec", "job": "test", "chunk": index, "cluster": "cluster-uid-1",
+               "entries": dict((k, s.get(k)) for k in keys)}
+        if index == 0:
+            doc["meta"] = s.meta
+        assert s._chunks[index]["text"] == record_store._dumps(doc)
+    with open(s.path) as f:
+        text = f.read()
+    assert text == record_store._dumps({"format": record_store.FORMAT, "record": "rec", "job": "test", "meta": s.meta,
+                                        "cluster": "cluster-uid-1", "entries": s.entries})
+    assert "c2VjcmV0LXZhbHVl" not in text and "c2VjcmV0LXZhbHVl" not in json.dumps(record_configmaps(dyn))
+    assert json.loads(text)["entries"]["key-secret"]["object"]["data"][".dockerconfigjson"] == "<redacted>"
+
+
+def test_a_checkpoint_serializes_only_the_entries_that_changed(tmp_path, monkeypatch):
+    """The cost of saving a large record again is the changed entries (update and mark_done make new entry
+    objects; an entry's cached text is reused only for the very object it was made from)."""
+    dyn = standard_api()
+    s = store(dyn, tmp_path)
+    s.load()
+    fill(s, 300)
+    s.save()
+    serialized = []
+    real = record_store._dumps
+    monkeypatch.setattr(record_store, "_dumps", lambda value: serialized.append(value) or real(value))
+    s.mark_done("key-0007")
+    s.update("key-0100", note="x")
+    s.save()
+    entry_dumps = [v for v in serialized if "n" in v]
+    assert sorted(v["n"] for v in entry_dumps) == [7, 100]
+    again = store(dyn, tmp_path)
+    again.load()
+    assert again.get("key-0007")["done"] is True and again.get("key-0100")["note"] == "x"
+    with open(s.path) as f:
+        assert json.load(f)["entries"]["key-0100"]["note"] == "x"
