@@ -18,6 +18,13 @@ Jobs (the objects and plays of benchmarks/preflight.py, owner_references.py and 
   name says "wait" (the CRDs Established wait) subtracted; naive: kubernetes.core.k8s ``src:`` of the same
   release files and merge patches. N is the number of nodes of the cluster (the job does not scale with it).
 
+Beside ours and the naive loop, two contenders where the job defines them (issue 21): *limit* - the job's own
+requests sent by a bare client at the concurrency a sweep of 1-32 found fastest, no Ansible (benchmarks/limit.py;
+owner_references, host_endpoint_migration, preflight) - and *kubectl bulk* - the job as a skilled operator scripts
+it with kubectl alone (benchmarks/kubectl_bulk/*.sh; the same three jobs, and Calico's documented commands for
+install_ebpf and upgrade). install_ebpf and upgrade have no limit contender: a bare replay of ours' requests needs
+their bodies, which the audit log (Metadata level) does not keep.
+
 Per job and size: ``--repeat`` runs of ours and of the naive loop, the median; the API requests of each run
 from the audit log (user ``admin``; server-side dry runs are reads of a kind, counted apart and not as
 writes); ours is run once more after each run and must make zero writes (asserted, recorded). Writes to the
@@ -1386,10 +1393,17 @@ What each naive job does (the plays are in benchmarks/*.py):
 LIMITS_HEADER = """Against the limit and kubectl bulk (issue 21), where measured. *limit*: the job's own requests (the module's
 rules build the same guarded patches and deletes) sent by a bare Python client (benchmarks/limit.py: one keep-alive
 HTTPS connection per thread, no Ansible) at the concurrency that was fastest in a sweep of 1 to 32 at the first run;
-its reads are the fewest the job needs (one LIST per kind), not ours' discovery and records, so it is a floor.
-*kubectl bulk*: the job scripted with kubectl alone, one process per step (benchmarks/kubectl_bulk/*.sh: one `get -o
-json`, jq, one `replace -f -` or `apply --server-side` or `delete` of every object). Same run, same cluster state,
-medians of the runs; ours' time includes its two (owner references) or one (host endpoints) ansible-playbook start-ups.
+its reads are the fewest the job needs (one LIST per kind), not ours' discovery and records, so it is a floor. For
+preflight it sends ours' reads (/apis, the nodes in pages of 500, the kube-proxy ConfigMap and DaemonSet, Services,
+Pods, the Calico and operator types /apis serves) concurrently and judges every node with the module's own rules;
+as nothing is written, its column "ours / limit" is the limit's time over ours'. *kubectl bulk*: the job scripted
+with kubectl alone, one process per step (benchmarks/kubectl_bulk/*.sh: one `get -o json`, jq, one `replace -f -`
+or `apply --server-side` or `delete` of every object; for preflight one `get` of nodes, Services and Pods, one of
+kube-proxy, one of the Calico types served, verdicts by jq; for install_ebpf and upgrade Calico's documented
+commands, their waits subtracted as ours' tasks named "wait" are). install_ebpf and upgrade have no limit contender:
+a bare replay of ours' requests needs their bodies, which the audit log (Metadata level) does not keep. Same run,
+same cluster state, medians of the runs; ours' time includes its two (owner references) or one (the others)
+ansible-playbook start-ups.
 """
 
 

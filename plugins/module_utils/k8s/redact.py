@@ -70,32 +70,38 @@ def _redact_paths(obj, paths):
 
 def redact_object(obj, keys=()):
     """A redacted copy of ``obj`` (see the module's description); ``keys``: names of keys whose values are
-    secret wherever they are (compared without case)."""
+    secret wherever they are (compared without case). Dicts, lists and tuples are copied as they are walked (one
+    pass, no deep copy first); other values are immutable or not walked, and are shared with ``obj``."""
     lowered = frozenset(k.lower() for k in keys or ())
-    return _walk(copy.deepcopy(obj), lowered)
+    return _walk(obj, lowered)
 
 
 def _walk(obj, keys):
     if isinstance(obj, list):
         return [_walk(item, keys) for item in obj]
+    if isinstance(obj, tuple):
+        return tuple(_walk(item, keys) for item in obj)
     if not isinstance(obj, dict):
         return obj
+    out = {}
+    for key, value in obj.items():
+        if isinstance(key, string_types) and key.lower() in keys and value is not None:
+            out[key] = MARKER
+        else:
+            out[key] = _walk(value, keys)
+    # ``out`` and every dict in it are new: masking them leaves ``obj`` as it was
     if is_secret(obj):
         for field in SECRET_FIELDS:
-            if field in obj:
-                obj[field] = _mask_map(obj[field])
-        annotations = (obj.get("metadata") or {}).get("annotations")
+            if field in out:
+                out[field] = _mask_map(out[field])
+        metadata = out.get("metadata")
+        annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
         if isinstance(annotations, dict) and LAST_APPLIED in annotations:
             annotations[LAST_APPLIED] = MARKER
     kind = obj.get("kind")
     if isinstance(kind, string_types) and kind in SENSITIVE_PATHS:
-        _redact_paths(obj, SENSITIVE_PATHS[kind])
-    for key in list(obj):
-        if isinstance(key, string_types) and key.lower() in keys and obj[key] is not None:
-            obj[key] = MARKER
-        else:
-            obj[key] = _walk(obj[key], keys)
-    return obj
+        _redact_paths(out, SENSITIVE_PATHS[kind])
+    return out
 
 
 def redact_secret_parts(obj):
@@ -221,6 +227,7 @@ class Redactor(object):
     def __init__(self, values=(), keys=()):
         self.values = [v for v in values if v]
         self.keys = tuple(keys or ())
+        self._forms = None  # every form of every value, longest first (computed once, again after ``add``)
 
     @classmethod
     def for_module(cls, module, argument_spec, keys=()):
@@ -228,13 +235,29 @@ class Redactor(object):
 
     def add(self, *values):
         self.values.extend(v for v in values if v)
+        self._forms = None
+
+    def _all_forms(self):
+        if self._forms is None:
+            found = set()
+            for value in self.values:
+                found.update(forms(value))
+            self._forms = sorted(found, key=len, reverse=True)
+        return self._forms
 
     def text(self, text):
-        return redact_text(text, self.values)
+        if not isinstance(text, string_types) or not text:
+            return text
+        for form in self._all_forms():
+            if form in text:
+                text = text.replace(form, MARKER)
+        return text
 
     def value(self, value):
-        """A redacted copy of ``value``: objects (``redact_object``), then every string in it (``text``)."""
-        return self._strings(redact_object(value, self.keys))
+        """A redacted copy of ``value``: objects (``redact_object``), then every string in it (``text``; not walked
+        when the run was given no secret value, as there is nothing to find)."""
+        value = redact_object(value, self.keys)
+        return self._strings(value) if self._all_forms() else value
 
     def _strings(self, value):
         if isinstance(value, dict):

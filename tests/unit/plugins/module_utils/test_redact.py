@@ -215,3 +215,69 @@ def test_the_causes_of_an_api_status_are_redacted_too():
     quoted = json.dumps(json.dumps({"kind": "Secret", "metadata": {}, "data": {"k": "planted-value-y"}}))
     status = {"message": "Invalid value: %s" % quoted, "details": {"causes": [{"message": "Invalid value: %s" % quoted}]}}
     assert "planted-value-y" not in json.dumps(redact.redact_api_message(status))
+
+
+def _reference_redact(obj, keys=()):
+    """The earlier implementation (deep copy, then mask in place): the one-pass copy must give the same."""
+    import copy as _copy
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import redact as r
+    lowered = frozenset(k.lower() for k in keys)
+
+    def walk(o):
+        if isinstance(o, list):
+            return [walk(i) for i in o]
+        if not isinstance(o, dict):
+            return o
+        if r.is_secret(o):
+            for field in r.SECRET_FIELDS:
+                if field in o:
+                    o[field] = r._mask_map(o[field])
+            annotations = (o.get("metadata") or {}).get("annotations")
+            if isinstance(annotations, dict) and r.LAST_APPLIED in annotations:
+                annotations[r.LAST_APPLIED] = r.MARKER
+        if isinstance(o.get("kind"), str) and o["kind"] in r.SENSITIVE_PATHS:
+            r._redact_paths(o, r.SENSITIVE_PATHS[o["kind"]])
+        for key in list(o):
+            if isinstance(key, str) and key.lower() in lowered and o[key] is not None:
+                o[key] = r.MARKER
+            else:
+                o[key] = walk(o[key])
+        return o
+    return walk(_copy.deepcopy(obj))
+
+
+def test_one_pass_copy_redacts_as_the_deep_copy_did_and_leaves_the_input_alone():
+    import copy as _copy
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import Redactor, redact_object
+    secret = {"kind": "Secret", "type": "Opaque", "metadata": {"name": "s", "annotations": {
+        "kubectl.kubernetes.io/last-applied-configuration": '{"data":{"k":"c2VjcmV0"}}', "other": "kept"}},
+        "data": {"k": "c2VjcmV0"}, "stringData": {"p": "plain"}}
+    listed = {"type": "kubernetes.io/dockerconfigjson", "metadata": {"name": "pull"},
+              "data": {".dockerconfigjson": "e30="}}  # a LIST item: no kind
+    licence = {"kind": "LicenseKey", "metadata": {"name": "default"}, "spec": {"token": "tok", "certificate": "pem"}}
+    configmap = {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}
+    result = {"changed": True, "objects": [secret, listed, licence, configmap], "nested": {"deep": [{"items": [
+        listed]}], "password": "hunter2", "Token": None}, "pair": ["a", {"apiKey": "xyz"}], "n": 3, "f": 1.5,
+        "none": None, "flag": False}
+    keys = ("password", "token", "apikey")
+    before = _copy.deepcopy(result)
+    assert redact_object(result, keys) == _reference_redact(result, keys)
+    assert redact_object(result) == _reference_redact(result)
+    assert result == before  # the input is not touched
+    out = redact_object(result, keys)
+    assert out["objects"][0]["data"] == {"k": "<redacted>"} and out["objects"][0]["stringData"] == {"p": "<redacted>"}
+    assert out["objects"][0]["metadata"]["annotations"] == {
+        "kubectl.kubernetes.io/last-applied-configuration": "<redacted>", "other": "kept"}
+    assert out["objects"][1]["data"] == {".dockerconfigjson": "<redacted>"}
+    assert out["objects"][2]["spec"] == {"token": "<redacted>", "certificate": "<redacted>"}
+    assert out["objects"][3]["data"] == {"k": "v"}
+    assert out["nested"]["password"] == "<redacted>" and out["nested"]["Token"] is None
+    assert out["pair"][1] == {"apiKey": "<redacted>"}
+    out["objects"][3]["data"]["k"] = "changed"
+    assert result["objects"][3]["data"]["k"] == "v"  # a copy, not a view
+    # a run given no secret value: the strings are not walked, the objects still are
+    assert Redactor().value(result) == redact_object(result)
+    given = Redactor(values=["hunter2-long-secret"])
+    assert given.value({"msg": "token hunter2-long-secret here"}) == {"msg": "token <redacted> here"}
+    given.add("another-secret-value")
+    assert given.text("x another-secret-value y") == "x <redacted> y"
