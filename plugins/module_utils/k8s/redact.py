@@ -176,7 +176,12 @@ def redact_text(text, values):
     all_forms = set()
     for value in values or ():
         all_forms.update(forms(value))
-    for form in sorted(all_forms, key=len, reverse=True):
+    return _replace_forms(text, sorted(all_forms, key=len, reverse=True))
+
+
+def _replace_forms(text, ordered):
+    """``text`` with each form of ``ordered`` (longest first) replaced by ``MARKER``: the one place that does it."""
+    for form in ordered:
         if form in text:
             text = text.replace(form, MARKER)
     return text
@@ -248,10 +253,7 @@ class Redactor(object):
     def text(self, text):
         if not isinstance(text, string_types) or not text:
             return text
-        for form in self._all_forms():
-            if form in text:
-                text = text.replace(form, MARKER)
-        return text
+        return _replace_forms(text, self._all_forms())
 
     def value(self, value):
         """A redacted copy of ``value``: objects (``redact_object``), then every string in it (``text``; not walked
