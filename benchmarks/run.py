@@ -50,6 +50,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -1306,6 +1307,8 @@ def main(argv=None):
         if not contenders or set(contenders) - set(("ours", "naive") + OTHER_CONTENDERS):
             parser.error("--contenders: a list of ours, naive, %s" % ", ".join(OTHER_CONTENDERS))
         os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", collections_path())
+        # a stopped run (SIGTERM) unwinds like an error: its control plane is stopped and the run is recorded
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         cp, own = control_plane()
         workroot = HERE / "work"
         workroot.mkdir(exist_ok=True)
