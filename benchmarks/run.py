@@ -164,14 +164,19 @@ def combine(*parts):
     return out
 
 
-def collection_rules(job):
-    """The pure rules module of a job's package in the collection (plugins/module_utils/<job>/rules.py): the limit
-    contender builds its requests with the module's own functions."""
+def collection_module(name):
+    """A module of the collection's module_utils (``name``: ``<job>.rules``, ``preflight.node_rules``, ...): the
+    limit contender builds its requests and verdicts with the module's own functions."""
     import importlib
     path = collections_path()
     if path not in sys.path:
         sys.path.append(path)
-    return importlib.import_module("ansible_collections.calico_ops.lifecycle.plugins.module_utils.%s.rules" % job)
+    return importlib.import_module("ansible_collections.calico_ops.lifecycle.plugins.module_utils." + name)
+
+
+def collection_rules(job):
+    """The pure rules module of a job's package in the collection (plugins/module_utils/<job>/rules.py)."""
+    return collection_module(job + ".rules")
 
 
 def run_script(cluster, script, *args):
@@ -208,6 +213,21 @@ class Job(object):
     def check(self, m, rerun):
         """A re-run of ours writes nothing."""
         assert rerun["writes"] == 0, rerun["writes_by_resource"]
+
+    def _kubectl_work(self, rep):
+        """A fresh directory for one kubectl bulk run's files."""
+        work = self.workdir / ("kubectl-%d-%s" % (rep, os.urandom(2).hex()))
+        work.mkdir()
+        return work
+
+
+class LimitContender(object):
+    """The *limit* contender of a job with ``_limit_cycle(prefix, concurrency)``: benchmarks/limit.py at_best (the
+    concurrency swept at the first run, the best kept)."""
+
+    def limit(self, rep):
+        """The job's floor."""
+        return limit.at_best(self.__dict__.setdefault("_limit_state", {}), rep, self._limit_cycle)
 
 
 PREFLIGHT_NAIVE = """
@@ -247,7 +267,7 @@ PREFLIGHT_NAIVE = """
 """
 
 
-class Preflight(Job):
+class Preflight(LimitContender, Job):
     unit = "nodes"
 
     def size(self, n):
@@ -293,17 +313,12 @@ class Preflight(Job):
         return {"wall_s": round(wall, 3), "reads": reads, "writes": 0, "dry_run_writes": dry,
                 "writes_by_resource": {}, "changed": 0}
 
-    def _limit_run(self, _prefix, concurrency):
+    def _limit_cycle(self, _prefix, concurrency):
         """The reads ours' module makes (preflight/runner.py: /apis, the nodes in pages of 500, the kube-proxy
         ConfigMap - EKS's name only when that is missing - and DaemonSet, Services, Pods, and the Calico and operator
         types /apis serves), by a bare client, ``concurrency`` collections at a time (a collection's pages one after
         another); every node judged by the module's own rules (node_rules.judge_node)."""
-        import importlib
-        collection_rules("preflight")  # puts the collection on sys.path
-        base = "ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight."
-        node_rules = importlib.import_module(base + "node_rules")
-        rules = importlib.import_module(base + "rules")
-        runner = importlib.import_module(base + "runner")
+        node_rules, rules, runner = (collection_module("preflight." + m) for m in ("node_rules", "rules", "runner"))
         client = limit.BareClient(self.cluster.cp)
 
         def run():
@@ -335,14 +350,9 @@ class Preflight(Job):
             return time.monotonic() - start, failing
         return self._other_run(run)
 
-    def limit(self, rep):
-        """The job's floor (benchmarks/limit.py at_best: the concurrency swept at the first run, the best kept)."""
-        return limit.at_best(self.__dict__.setdefault("_limit_state", {}), rep, self._limit_run)
-
     def kubectl(self, rep):
         script = HERE / "kubectl_bulk" / "preflight.sh"
-        work = self.workdir / ("kubectl-%d-%s" % (rep, os.urandom(2).hex()))
-        work.mkdir()
+        work = self._kubectl_work(rep)
 
         def run():
             start = time.monotonic()
@@ -351,7 +361,7 @@ class Preflight(Job):
         return self._other_run(run)
 
 
-class OwnerReferences(Job):
+class OwnerReferences(LimitContender, Job):
     unit = "dependents"
 
     def setup(self, n):
@@ -468,14 +478,9 @@ class OwnerReferences(Job):
 
         return self._other_cycle(prefix, detach, attach)
 
-    def limit(self, rep):
-        """The job's floor (benchmarks/limit.py at_best: the concurrency swept at the first run, the best kept)."""
-        return limit.at_best(self.__dict__.setdefault("_limit_state", {}), rep, self._limit_cycle)
-
     def kubectl(self, rep):
         script = HERE / "kubectl_bulk" / "owner_references.sh"
-        work = self.workdir / ("kubectl-%d-%s" % (rep, os.urandom(2).hex()))
-        work.mkdir()
+        work = self._kubectl_work(rep)
         record = work / "record.json"
 
         def phase(name):
@@ -487,7 +492,7 @@ class OwnerReferences(Job):
         return self._other_cycle("k%d" % rep, phase("detach"), phase("attach"))
 
 
-class HostEndpointMigration(Job):
+class HostEndpointMigration(LimitContender, Job):
     unit = "endpoints"
 
     def setup(self, n):
@@ -552,7 +557,7 @@ class HostEndpointMigration(Job):
         return {"wall_s": round(wall, 3), "reads": reads, "writes": len(writes), "dry_run_writes": dry,
                 "writes_by_resource": by, "changed": 2 * self.n + 1}
 
-    def _limit_round(self, round_name, concurrency):
+    def _limit_cycle(self, round_name, concurrency):
         """The requests ours' module sends, by a bare client: the endpoints and nodes listed once, one guarded JSON
         patch of each node's labels (the module's own ops: host_endpoints/rules.py label_patch), the
         KubeControllersConfiguration patch, the endpoints listed every second until calico-kube-controllers has
@@ -597,14 +602,9 @@ class HostEndpointMigration(Job):
 
         return self._other_round(round_name, run)
 
-    def limit(self, rep):
-        """The job's floor (benchmarks/limit.py at_best: the concurrency swept at the first run, the best kept)."""
-        return limit.at_best(self.__dict__.setdefault("_limit_state", {}), rep, self._limit_round)
-
     def kubectl(self, rep):
         script = HERE / "kubectl_bulk" / "host_endpoint_migration.sh"
-        work = self.workdir / ("kubectl-%d-%s" % (rep, os.urandom(2).hex()))
-        work.mkdir()
+        work = self._kubectl_work(rep)
 
         def run(rnd):
             start = time.monotonic()
@@ -710,6 +710,11 @@ class InstallEbpf(Job):
                 "services_endpoint_host": "api.cluster.example", "services_endpoint_port": 6443,
                 "preflight_report_dir": str(self.workdir / ("report-%d" % rep))}
 
+    def _check_bpf(self):
+        """The Installation asks for the eBPF data plane (the end state every contender must reach)."""
+        inst = json.loads(self.cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
+        assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+
     def _excluding_waits(self, m):
         waits = wait_seconds(m["_result"].data)
         m["profile"] = task_profile(m["_result"].data)
@@ -722,8 +727,7 @@ class InstallEbpf(Job):
         self._clean()
         m = self._excluding_waits(timed_play(self.cluster, self.ansible, "playbooks/install_ebpf.yml", self._vars(rep),
                                              what="install_ebpf.yml"))
-        inst = json.loads(self.cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
-        assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+        self._check_bpf()
         rerun = timed_play(self.cluster, self.ansible, "playbooks/install_ebpf.yml", self._vars(rep),
                            what="install_ebpf.yml re-run")
         m["changed"] = written_objects(m)
@@ -736,8 +740,7 @@ class InstallEbpf(Job):
         m = self._excluding_waits(timed_play(self.cluster, self.ansible, INSTALL_NAIVE,
                                              {"manifest_url": self.cluster.mirror_url, "dir": str(d)},
                                              what="naive install"))
-        inst = json.loads(self.cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
-        assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+        self._check_bpf()
         return m
 
     def _script_run(self, script, args, check):
@@ -759,16 +762,12 @@ class InstallEbpf(Job):
     def kubectl(self, rep):
         """Calico's documented install scripted with kubectl (benchmarks/kubectl_bulk/install_ebpf.sh)."""
         self._clean()
-        work = self.workdir / ("kubectl-%d" % rep)
-        work.mkdir(exist_ok=True)
+        work = self._kubectl_work(rep)
 
-        def check():
-            inst = json.loads(self.cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
-            assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
         v = self._vars(rep)
         return self._script_run("install_ebpf.sh", ["%s/v3.31.4/manifests" % v["ebpf_install_manifest_url"],
                                                     v["services_endpoint_host"], str(v["services_endpoint_port"]),
-                                                    str(work)], check)
+                                                    str(work)], self._check_bpf)
 
 
 UPGRADE_NAIVE = """
@@ -844,20 +843,28 @@ class Upgrade(InstallEbpf):
             self.inst.cleanup()
 
     @staticmethod
+    def _drop_stand_in(m):
+        """calico-node's stand-in reports the version in ClusterInformation, as calico-node would: its writes are
+        not the contender's, so they leave ``m``'s writes (counted in ``stand_in_writes``)."""
+        stand_in = [w for w in m["_writes"] if (w.get("objectRef") or {}).get("resource") == "clusterinformations"]
+        m["_writes"] = [w for w in m["_writes"] if w not in stand_in]
+        m["writes"] -= len(stand_in)
+        m["stand_in_writes"] = len(stand_in)
+
+    @staticmethod
     def _account(m):
         """Writes = objects changed (each once) + field handovers (a second write of an object whose installer
         owned a field the new release dropped) + the upgrade's own records; asserted. ClusterInformation is
         written by calico-node's stand-in (as calico-node would), not by the upgrade: left out."""
-        stand_in = [w for w in m["_writes"] if (w.get("objectRef") or {}).get("resource") == "clusterinformations"]
+        Upgrade._drop_stand_in(m)
         records = [w for w in m["_writes"] if (w.get("objectRef") or {}).get("resource") == "configmaps"
                    and ((w.get("objectRef") or {}).get("name") or "").startswith("calico-ops-")]
-        objects = [w for w in m["_writes"] if w not in stand_in and w not in records]
+        objects = [w for w in m["_writes"] if w not in records]
         handover = task_result(m["_result"].data, "Hand the installer's fields over")
         counts = (handover or {}).get("counts") or {}
-        m["writes"] -= len(stand_in)
         m["changed"] = written_objects({"_writes": objects})
         m.update({"record_writes": len(records), "handover_writes": counts.get("adopted", 0),
-                  "handover_skipped": counts.get("covered", 0), "stand_in_writes": len(stand_in)})
+                  "handover_skipped": counts.get("covered", 0)})
         assert len(objects) == m["changed"] + m["handover_writes"], (
             len(objects), m["changed"], m["handover_writes"], collections.Counter(
                 ((w.get("objectRef") or {}).get("resource"), (w.get("objectRef") or {}).get("name")) for w in objects))
@@ -881,8 +888,7 @@ class Upgrade(InstallEbpf):
         calico-node's stand-in reporting the version as for ours; its ClusterInformation write is not counted."""
         self._install()
         try:
-            work = self.workdir / ("kubectl-%d" % rep)
-            work.mkdir(exist_ok=True)
+            work = self._kubectl_work(rep)
             with self.cs.CalicoNodeStandIn(self.cluster, daemonset="calico-node"):
                 self.cluster.wait_for(lambda: (self.cs.get(self.cluster, self.cs.CRD_API, "ClusterInformation", "default")
                                                or {}).get("spec", {}).get("calicoVersion") == self.cs.SOURCE,
@@ -890,11 +896,8 @@ class Upgrade(InstallEbpf):
                 m = self._script_run("upgrade.sh", ["%s/%s/manifests/calico.yaml" % (self.cluster.mirror_url,
                                                                                      self.cs.TARGET),
                                                     self.cs.TARGET, str(work)], self._check)
-            stand_in = [w for w in m["_writes"] if (w.get("objectRef") or {}).get("resource") == "clusterinformations"]
-            m["_writes"] = [w for w in m["_writes"] if w not in stand_in]
-            m["writes"] -= len(stand_in)
+            self._drop_stand_in(m)
             m["changed"] = written_objects(m)
-            m["stand_in_writes"] = len(stand_in)
             return m
         finally:
             self.inst.cleanup()

@@ -35,27 +35,23 @@ def workers_problem(value, name="workers"):
     return None
 
 
-def in_order(func, jobs, workers=DEFAULT_WORKERS):
-    """[(result, exception)] of ``func`` over ``jobs``, in the jobs' order; ``workers`` at a time (1: in this
-    thread). An exception is returned, not raised, so one failing job does not hide the others' outcomes."""
-    def call(job):
-        try:
-            return func(job), None
-        except Exception as exc:  # pylint: disable=broad-except
-            return None, exc
-    jobs = list(jobs)
-    workers = max(1, int(workers or 1))
-    if workers <= 1 or len(jobs) <= 1 or ThreadPoolExecutor is None:
-        return [call(job) for job in jobs]
-    with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-        return list(pool.map(call, jobs))
-
-
 def _call(func, job):
+    """``(func(job), None)``, or ``(None, the exception)``: one job's outcome, an error returned, not raised."""
     try:
         return func(job), None
     except Exception as exc:  # pylint: disable=broad-except
         return None, exc
+
+
+def in_order(func, jobs, workers=DEFAULT_WORKERS):
+    """[(result, exception)] of ``func`` over ``jobs``, in the jobs' order; ``workers`` at a time (1: in this
+    thread). An exception is returned, not raised, so one failing job does not hide the others' outcomes."""
+    jobs = list(jobs)
+    workers = max(1, int(workers or 1))
+    if workers <= 1 or len(jobs) <= 1 or ThreadPoolExecutor is None:
+        return [_call(func, job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+        return list(pool.map(lambda job: _call(func, job), jobs))
 
 
 def streamed(func, jobs, workers=DEFAULT_WORKERS, ahead=None, stop=None):
