@@ -162,6 +162,36 @@ def render_limits(results):
     return "\n".join(lines) + "\n" if rows else ""
 
 
+def render_floor(results):
+    """Ours' time split into Ansible's own cost and the rest, where measured: the ansible-playbook runs and the tasks
+    ours ran (waits left out as from its time), the Ansible floor they amount to at the costs measured in the same
+    run (a play without tasks; one task of a collection module that does no work; one controller task), ours' time
+    above that floor (the job's own work, and whatever code here could still cut), and kubectl bulk's time. Empty
+    when no row has a floor."""
+    lines = [
+        "| job | N | ours median s | playbooks / module tasks / controller tasks | start-up s, per module task s, "
+        "per controller task s | Ansible floor s | ours above the floor s | kubectl bulk median s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rows = 0
+    for job, row in sorted_rows(results):
+        ours = row.get("ours") or {}
+        costs, floor = ours.get("ansible_costs"), ours.get("ansible_floor_s")
+        if floor is None or not costs or ours.get("median_s") is None:
+            continue
+        profile = ((ours.get("runs") or [{}])[-1]).get("profile") or {}
+        tasks = profile.get("floor_tasks") or {}
+        rows += 1
+        lines.append("| %s | %s | %s | %s / %s / %s | %.2f, %.3f, %.3f | %s | %s | %s |" % (
+            job, "%d %s" % (row["n"], row.get("unit", "")) if row.get("unit") else row["n"], fmt_s(ours["median_s"]),
+            profile.get("playbooks", "-"), tasks.get("module", "-"), tasks.get("control", "-"),
+            costs["startup_s"], costs["module_task_s"], costs["control_task_s"], fmt_s(floor),
+            fmt_s(max(0.0, ours["median_s"] - floor)),
+            fmt_s((row.get("kubectl") or {}).get("median_s")) if (row.get("kubectl") or {}).get("median_s") is not None
+            else "-"))
+    return "\n".join(lines) + "\n" if rows else ""
+
+
 def _when(side, row):
     at = side.get("measured_at") or row.get("measured_at")
     load = side.get("loadavg_end") or row.get("loadavg_end")

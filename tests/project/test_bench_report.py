@@ -173,3 +173,26 @@ def test_limit_table_share_of_a_read_only_job_is_the_time_ratio():
 
 def test_limit_table_is_empty_without_such_rows():
     assert report.render_limits({"jobs": {"preflight": {"10": {"n": 10, "ours": {"median_s": 1.0}}}}}) == ""
+
+
+def test_floor_table_splits_ours_into_ansible_and_the_rest():
+    costs = {"startup_s": 2.5, "module_task_s": 0.55, "control_task_s": 0.05}
+    results = {"jobs": {"install_ebpf": {"3": {
+        "n": 3, "unit": "nodes (whole install)",
+        "ours": {"median_s": 33.5, "runs_s": [33.5, 34.0, 32.0], "ansible_floor_s": 20.5, "ansible_costs": costs,
+                 "runs": [{"profile": {"playbooks": 1, "floor_tasks": {"module": 28, "control": 70}}}]},
+        "kubectl": {"median_s": 5.34, "runs_s": [5.3, 5.34, 5.4]}}},
+        "preflight": {"10": {"n": 10, "ours": {"median_s": 1.0, "runs_s": [1.0]}}}}}
+    table = report.render_floor(results)
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    assert len(rows) == 1 and "preflight" not in table  # rows without a floor are left out
+    cells = [c.strip() for c in rows[0].split("|")[1:-1]]
+    assert cells[3] == "1 / 28 / 70"
+    assert cells[4] == "2.50, 0.550, 0.050"
+    assert cells[5] == "20.5"
+    assert cells[6] == "13.0"  # 33.5 - 20.5
+    assert cells[7] == "5.34"
+
+
+def test_floor_table_is_empty_without_a_floor():
+    assert report.render_floor({"jobs": {"upgrade": {"3": {"n": 3, "ours": {"median_s": 1.0}}}}}) == ""

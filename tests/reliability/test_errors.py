@@ -41,6 +41,7 @@ SECRET_VALUE = "errors-sentinel-" + uuid.uuid4().hex[:8]  # in a Secret a 409/42
 BASE = {
     "calico_facts": {},
     "calico_rollout_info": {"namespace": "NS", "daemonset": "calico-node"},
+    "controller_files": {"files": [{"path": "TMP/written.txt", "content": "x"}]},
     "custom_resources": {"src": "TMP/custom-resources.yaml", "dest": "TMP/out-cr.yaml"},
     # calicoctl is never reached: the first read is calico-node's DaemonSet
     "datastore_migration_info": {"calicoctl": "TMP/calicoctl", "etcd_config": "TMP/calicoctl-etcd.cfg",
@@ -59,6 +60,7 @@ BASE = {
                     "patch": {"data": {"key": "value"}}},
     # the first read is calico-node's DaemonSet (the release manifest is needed only once it exists)
     "operator_migration_info": {"namespace": "NS"},
+    "objects_info": {"objects": [{"api_version": "v1", "kind": "ConfigMap", "namespace": "NS", "name": "owned"}]},
     "owner_references": {"state": "detached", "record_namespace": "NS", "record_name": "or-record",
                          "record_path": "TMP/or-record.json", "owner_api_versions": ["crd.projectcalico.org/v1"]},
     "services_endpoint_info": {"namespace": "NS", "endpoint_host": "api.example.com", "endpoint_port": 6443},
@@ -73,6 +75,7 @@ SCENARIOS = {
     "stopped": {
         "calico_facts": ({}, "the Calico install"),
         "calico_rollout_info": ({}, "daemonsets.apps NS/calico-node"),
+        "controller_files": FILE_ONLY,
         "custom_resources": FILE_ONLY,
         "datastore_migration_info": ({}, "daemonsets.apps NS/calico-node"),
         "ebpf_host_preflight_info": FILE_ONLY,
@@ -83,6 +86,7 @@ SCENARIOS = {
         "manifest_apply": ({}, "ConfigMap NS/applied"),
         "merge_patch": ({}, "configmaps NS/owned"),
         "operator_migration_info": ({}, "daemonsets.apps NS/calico-node"),
+        "objects_info": ({}, "ConfigMap NS/owned"),
         "owner_references": ({}, "configmaps NS/or-record"),
         "services_endpoint_info": ({}, "configmaps NS/kubernetes-services-endpoint"),
         "tigerastatus_info": ({}, "tigerastatuses.operator.tigera.io"),
@@ -91,6 +95,7 @@ SCENARIOS = {
     "403": {
         "calico_facts": ({}, "secrets in namespace tigera-operator"),  # its first read: Helm's release Secrets
         "calico_rollout_info": ({}, "daemonsets.apps NS/calico-node"),
+        "controller_files": FILE_ONLY,
         "custom_resources": FILE_ONLY,
         "datastore_migration_info": ({}, "daemonsets.apps NS/calico-node"),
         "ebpf_host_preflight_info": FILE_ONLY,
@@ -101,6 +106,7 @@ SCENARIOS = {
         "manifest_apply": ({}, "configmaps NS/applied"),
         "merge_patch": ({}, "configmaps NS/owned"),
         "operator_migration_info": ({}, "daemonsets.apps NS/calico-node"),
+        "objects_info": ({}, "configmaps NS/owned"),  # discovery is open to every authenticated user: the GET
         "owner_references": ({}, "v1/configmaps"),  # every type it cannot list, with the statuses
         "services_endpoint_info": ({}, "nodes"),  # its first read: the nodes (platform)
         "tigerastatus_info": ({}, "tigerastatuses.operator.tigera.io"),
@@ -109,6 +115,7 @@ SCENARIOS = {
     "404": {
         "calico_facts": "reads only, and a missing object is a fact (method none, not installed), not a failure",
         "calico_rollout_info": "a missing DaemonSet is reported (ready: false, problems), not a failure",
+        "controller_files": FILE_ONLY,
         "custom_resources": ({"src": "TMP/missing.yaml"}, "TMP/missing.yaml", "cannot read"),  # a file's 404
         "datastore_migration_info": "reads only: a missing calico-node, CRD or record is a finding (plan refuse, "
                                     "held nothing, no record), not a failure",
@@ -125,6 +132,7 @@ SCENARIOS = {
         "merge_patch": ({"name": "absent"}, "configmaps NS/absent"),
         "operator_migration_info": "reads only: a missing calico-node, operator, Installation or record is a finding "
                                    "(plan refuse or nothing), not a failure",
+        "objects_info": "a missing object is reported (found: false), a type not served too (served: false)",
         # attach reads the record detach wrote: none in a namespace that does not exist
         "owner_references": ({"state": "attached", "record_namespace": "absent-ns"}, "absent-ns/or-record",
                              "No owner references record"),
@@ -135,6 +143,7 @@ SCENARIOS = {
     "409": {
         "calico_facts": "reads only: a read never conflicts",
         "calico_rollout_info": "reads only: a read never conflicts",
+        "controller_files": FILE_ONLY,
         "custom_resources": FILE_ONLY,
         "datastore_migration_info": "reads only: a read never conflicts",
         "ebpf_host_preflight_info": FILE_ONLY,
@@ -150,6 +159,7 @@ SCENARIOS = {
         "merge_patch": ({"patch": {"metadata": {"resourceVersion": "1"}, "data": {"a": "x"}}},
                         "configmaps NS/owned"),
         "operator_migration_info": "reads only: a read never conflicts",
+        "objects_info": "reads only: a read never conflicts",
         "owner_references": "a 409 on its record or a dependent's ownerReferences is read again and retried, by design",
         "services_endpoint_info": "reads only: a read never conflicts",
         "tigerastatus_info": "reads only: a read never conflicts",

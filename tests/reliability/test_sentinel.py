@@ -295,16 +295,19 @@ def modules_play(w, workdir, error=False, readers=True):
         {"name": "ebpf_host_preflight_info", "calico_ops.lifecycle.ebpf_host_preflight_info": {}},
         {"name": "calico_rollout_info", "calico_ops.lifecycle.calico_rollout_info": {"namespace": "kube-system"}},
         {"name": "tigerastatus_info", "calico_ops.lifecycle.tigerastatus_info": {}},
+        {"name": "objects_info: the Secrets, listed and by name", "calico_ops.lifecycle.objects_info": {
+            "objects": [{"api_version": "v1", "kind": "Secret", "namespace": ns},
+                        {"api_version": "v1", "kind": "Secret", "namespace": ns, "name": "patched"}]}},
         {"name": "host_endpoint_migration", "calico_ops.lifecycle.host_endpoint_migration": {
             "state": "migrated", "record_namespace": ns, "wait_timeout": 5,
             "record_path": str(workdir / "records" / "host-endpoints.json")}},
     ]
     if not readers:
-        tasks = tasks[:-9]
+        tasks = tasks[:-10]
     if error:
         # owner_references and the modules that only read: the API server not reached, or a bearer token it
         # refuses (401)
-        for task in tasks[-11:]:
+        for task in tasks[-12:]:
             args = list(task.values())[1]
             if task["name"] == "calico_facts":
                 args.update(api_key=s["bad token"])

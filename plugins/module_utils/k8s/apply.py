@@ -17,7 +17,7 @@ import copy
 import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import _group_version_resources
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import Kinds
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_object
 
 _VOLATILE_METADATA = ("resourceVersion", "managedFields", "generation", "creationTimestamp", "uid")
@@ -104,34 +104,21 @@ def describe(doc):
 
 
 class TypeResolver(object):
-    """kind -> (plural, namespaced), reading each group-version's resource list once."""
+    """kind -> (plural, namespaced), reading each group-version's resource list once (``discovery.Kinds``)."""
 
     def __init__(self, client):
-        self.client = client
-        self._cache = {}
-
-    def _load(self, api_version):
-        path = "/api/%s" % api_version if "/" not in api_version else "/apis/%s" % api_version
-        group, version = api_version.rpartition("/")[0::2]
-        try:
-            types = _group_version_resources(self.client, path, group, version, True)
-        except ClientError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return dict((t.kind, t) for t in types)
+        self.kinds = Kinds(client)
 
     def resolve(self, api_version, kind, timeout=0, interval=1.0):
         """The served type, waiting up to ``timeout`` seconds for a CRD just applied to be served."""
         deadline = time.time() + timeout
         while True:
-            types = self._cache.get(api_version)
-            if types is None or kind not in types:
-                types = self._load(api_version)
-                if types is not None:
-                    self._cache[api_version] = types
-            if types is not None and kind in types:
-                return types[kind]
+            cached = self.kinds.loaded(api_version)
+            found = self.kinds.load(api_version)
+            if cached and (found is None or kind not in found):  # read before the CRD was: read again
+                found = self.kinds.load(api_version, refresh=True)
+            if found is not None and kind in found:
+                return found[kind]
             if time.time() >= deadline:
                 raise ApplyError("%s %s is not served by the cluster (is its CRD installed?)" % (api_version, kind))
             time.sleep(interval)

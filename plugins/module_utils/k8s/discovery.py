@@ -126,6 +126,39 @@ def _group_version_resources(client, path, group, version, preferred):
     return out
 
 
+class Kinds(object):
+    """kind -> served type of one group-version, one discovery GET per group-version (``/api/v1``,
+    ``/apis/<group>/<version>``), remembered; a group-version the server does not serve (404) is ``None``. Safe to
+    ``load`` different group-versions from several threads."""
+
+    def __init__(self, client):
+        self.client = client
+        self._types = {}
+
+    def load(self, api_version, refresh=False):
+        """``{kind: ResourceType}`` of ``api_version``, or None when it is not served; read once (again when
+        ``refresh``: a CRD just applied)."""
+        if refresh or api_version not in self._types:
+            path = "/api/%s" % api_version if "/" not in api_version else "/apis/%s" % api_version
+            group, version = api_version.rpartition("/")[0::2]
+            try:
+                types = dict((t.kind, t) for t in _group_version_resources(self.client, path, group, version, True))
+            except ClientError as exc:
+                if exc.status != 404:
+                    raise
+                types = None
+            self._types[api_version] = types
+        return self._types[api_version]
+
+    def loaded(self, api_version):
+        """Whether ``api_version`` was read already."""
+        return api_version in self._types
+
+    def find(self, api_version, kind):
+        """The served type of ``kind`` in ``api_version``, or None."""
+        return (self.load(api_version) or {}).get(kind)
+
+
 def discover(client):
     """Every served resource type, and the group-versions that could not be read (never raises for those).
 

@@ -27,6 +27,7 @@ import copy
 import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import Kinds
 
 RETRIES = 3
 
@@ -136,24 +137,14 @@ def managers(managed_fields):
 
 
 class Resolver(object):
-    """kind -> plural and scope, one discovery GET per group-version."""
+    """kind -> (plural, namespaced), one discovery GET per group-version (``discovery.Kinds``)."""
 
     def __init__(self, client):
-        self.client = client
-        self.cache = {}
+        self.kinds = Kinds(client)
 
     def resolve(self, api_version, kind):
-        if api_version not in self.cache:
-            path = "/api/%s" % api_version if "/" not in api_version else "/apis/%s" % api_version
-            try:
-                doc = self.client.request("GET", path) or {}
-            except ClientError as exc:
-                if exc.status != 404:
-                    raise
-                doc = {}
-            self.cache[api_version] = dict((r.get("kind"), (r.get("name"), bool(r.get("namespaced"))))
-                                           for r in doc.get("resources") or [] if "/" not in (r.get("name") or "/"))
-        return self.cache[api_version].get(kind)
+        found = self.kinds.find(api_version, kind)
+        return (found.plural, found.namespaced) if found is not None else None
 
 
 def _prefetch(client, resolver, objects):

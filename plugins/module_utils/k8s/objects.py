@@ -1,0 +1,104 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Kubernetes layer: several objects read in one module run (``objects_info``).
+
+A role that needs four objects used to run four ``kubernetes.core.k8s_info`` tasks (or one looped task): four
+module start-ups, each with its own discovery. Here every wanted object is one entry ``{api_version, kind,
+namespace, name, label_selectors}``; each group-version is discovered once (one GET of ``/apis/<gv>``, none for an
+entry whose type is already known), then the reads go out a few at a time. An entry with a ``name`` is one GET (a
+404 is ``[]``), an entry without one is a paginated LIST (of ``namespace``, or of every namespace). A type the server
+does not serve - a CRD not installed yet - is ``served: false`` with ``[]``, never a failure; a read the caller's
+RBAC does not grant (403) is ``forbidden: true`` with ``[]`` when ``allow_forbidden`` (a summary that reports what
+it may see), else a failure; any other error (500, the server gone) fails the run naming the object and the
+API's reason.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import Kinds
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order
+
+FIELDS = ("api_version", "kind", "namespace", "name", "label_selectors")
+
+
+def entry_problem(index, entry):
+    """A message naming ``objects[index]`` when the entry cannot be read, else None (checked before any request)."""
+    if not isinstance(entry, dict):
+        return "objects[%d]: must be a mapping with api_version, kind and name (or label_selectors)" % index
+    unknown = sorted(set(entry) - set(FIELDS))
+    if unknown:
+        return "objects[%d]: unknown key(s) %s; allowed: %s" % (index, ", ".join(unknown), ", ".join(FIELDS))
+    for key in ("api_version", "kind"):
+        if not entry.get(key):
+            return "objects[%d]: %s is required" % (index, key)
+    if entry.get("name") and entry.get("label_selectors"):
+        return "objects[%d]: give name or label_selectors, not both" % index
+    return None
+
+
+def _label(entry):
+    where = entry.get("name") or ",".join(entry.get("label_selectors") or []) or "(all)"
+    if entry.get("namespace"):
+        where = "%s/%s" % (entry["namespace"], where)
+    return "%s %s %s" % (entry["api_version"], entry["kind"], where)
+
+
+_FORBIDDEN = object()
+
+
+def read_objects(client, entries, workers=8, allow_forbidden=False):
+    """``{"objects": [...], "api_requests": ...}``: per entry, in the entries' order, ``api_version``, ``kind``,
+    ``namespace``, ``name``, ``served`` (the type is served), ``forbidden`` (403, with ``allow_forbidden``),
+    ``found`` (at least one object) and ``resources`` (the object, or the LIST's items; ``[]`` when none)."""
+    kinds = Kinds(client)
+    versions = sorted(set(e["api_version"] for e in entries))
+    for _types, exc in in_order(kinds.load, versions, workers):
+        if exc is not None:
+            raise exc
+
+    def read(entry):
+        try:
+            return _read(entry)
+        except ClientError as exc:
+            if allow_forbidden and exc.status == 403:
+                return _FORBIDDEN
+            raise
+
+    def _read(entry):
+        rtype = kinds.find(entry["api_version"], entry["kind"])
+        if rtype is None:
+            return None
+        namespace = entry.get("namespace") if rtype.namespaced else None
+        if entry.get("name"):
+            obj = client.get(entry["api_version"], rtype.plural, entry["name"], namespace=namespace)
+            return [obj] if obj is not None else []
+        selector = ",".join(entry.get("label_selectors") or []) or None
+        return client.list(entry["api_version"], rtype.plural, namespace=namespace, label_selector=selector)
+
+    out = []
+    for entry, (resources, exc) in zip(entries, in_order(read, entries, workers)):
+        if exc is not None:
+            raise exc
+        rtype = kinds.find(entry["api_version"], entry["kind"])
+        forbidden = resources is _FORBIDDEN
+        if forbidden:
+            resources = []
+        out.append({"api_version": entry["api_version"], "kind": entry["kind"],
+                    "namespace": entry.get("namespace") if rtype is None or rtype.namespaced else None,
+                    "name": entry.get("name"), "label": _label(entry), "served": rtype is not None,
+                    "forbidden": forbidden, "found": bool(resources), "resources": resources or []})
+    return {"objects": out, "api_requests": dict(client.requests)}
+
+
+def subject(params):
+    """What a failure before any request names: the first object asked for (``ConfigMap kube-system/x``)."""
+    entries = params.get("objects") or []
+    first = entries[0] if entries and isinstance(entries[0], dict) else {}
+    if not first.get("kind"):
+        return "the objects asked for"
+    where = "/".join(p for p in (first.get("namespace"), first.get("name")) if p)
+    return ("%s %s" % (first["kind"], where)).strip()
