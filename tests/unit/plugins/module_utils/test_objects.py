@@ -98,6 +98,9 @@ def test_a_secret_is_read_as_the_api_returns_it_and_redacted_at_the_module_exit(
     ({"api_version": "v1", "kind": "ConfigMap", "name": "a", "label_selectors": ["a=b"]},
      "objects[0]: give name or label_selectors, not both"),
     ({"api_version": "v1", "kind": "ConfigMap", "nmae": "a"}, "objects[0]: unknown key(s) nmae; allowed:"),
+    ({"api_version": "v1", "kind": "ConfigMap", "label_selectors": "app=x"},
+     "objects[0]: label_selectors must be a list of selectors"),
+    ({"api_version": "v1", "kind": "ConfigMap", "name": 3}, "objects[0]: name must be a string, not 3"),
 ])
 def test_bad_entries_are_named(entry, problem):
     assert entry_problem(0, entry).startswith(problem)
