@@ -174,7 +174,7 @@ def ansible_costs(cluster, ansible, repeat=3):
     module of this collection that does no work (objects_info with no objects: the module is built, sent, started,
     builds its client and returns; no request); ``control_task_s`` - one task run in the controller (debug).
     Measured once per process and control plane."""
-    key = id(cluster.cp) if hasattr(cluster, "cp") else 0
+    key = id(cluster.cp)
     if key in _COSTS:
         return _COSTS[key]
     work = Path(tempfile.mkdtemp(prefix="ansible-costs-", dir=str(HERE / "work")))

@@ -16,11 +16,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import tempfile
 
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible.module_utils.six import string_types
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.artifact import write_file
 
 MAX_DIFF_BYTES = 100 * 1024
 _FILE_KEYS = ("path", "content", "mode")
@@ -80,29 +81,11 @@ def _read(path):
         return None
 
 
-def write_file(path, data, mode, directory_mode):
-    """``data`` (bytes) into ``path`` through a temporary file in its directory (created with ``directory_mode``)
-    and a rename; ``mode`` whatever the umask."""
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, directory_mode)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode)
-        os.rename(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 class ActionModule(ActionBase):
     """Write the task's files on the controller."""
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("files", "directory_mode"))
+    _VALID_ARGS = None  # checked by problems(), which names the allowed options and every other problem at once
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -130,7 +113,7 @@ class ActionModule(ActionBase):
                     error = None
                     try:
                         if differs:
-                            write_file(path, data, mode, directory_mode)
+                            write_file(path, data, mode, directory_mode)  # os.rename: on the controller
                         else:
                             os.chmod(path, mode)
                     except (IOError, OSError) as exc:

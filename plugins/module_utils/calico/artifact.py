@@ -12,6 +12,24 @@ import os
 import tempfile
 
 
+def write_file(dest, data, mode=0o600, directory_mode=0o700, move=os.rename):
+    """``data`` (bytes) into ``dest`` through a temporary file in its directory (created with ``directory_mode``)
+    and ``move`` (a module's ``atomic_move``, or a rename on the controller); ``mode`` whatever the umask."""
+    directory = os.path.dirname(os.path.abspath(dest))
+    if not os.path.isdir(directory):
+        os.makedirs(directory, directory_mode)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(dest))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode)
+        move(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    os.chmod(dest, mode)  # atomic_move applies the umask to a new file
+
+
 def write_artifact(module, dest, text):
     """Write ``text`` to ``dest`` unless it holds that already (nothing in check mode). Returns
     ``(changed, diff)``; ``diff`` is the before/after of the file, for ``module._diff``."""
@@ -22,15 +40,7 @@ def write_artifact(module, dest, text):
     changed = before != text
     diff = dict(before=before or "", after=text, before_header=dest, after_header=dest)
     if changed and not module.check_mode:
-        directory = os.path.dirname(os.path.abspath(dest))
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o700)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(dest))
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o600)
-        module.atomic_move(tmp, dest)
-        os.chmod(dest, 0o600)  # for its user only, whatever the umask (atomic_move applies it to a new file)
+        write_file(dest, text.encode("utf-8"), move=module.atomic_move)
     return changed, diff
 
 
