@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - Python 2: one request at a time
     ThreadPoolExecutor = None
 
 DEFAULT_WORKERS = 8
+_DROPPED = object()  # streamed(): a queued job a worker took up after the stop
 
 
 def workers_problem(value, name="workers"):
@@ -58,9 +59,11 @@ def streamed(func, jobs, workers=DEFAULT_WORKERS, ahead=None, stop=None):
     """Yield ``(result, exception)`` of ``func`` over ``jobs`` in the jobs' order, each as soon as it and every job
     before it are done, while ``workers`` threads go on with the jobs after it: at most ``ahead`` (default 4 x
     ``workers``) jobs are started beyond the one being handed out, so what the caller does with an outcome
-    (counts, a checkpoint) overlaps the requests in flight instead of stopping them. Once ``stop`` (a
-    ``threading.Event``) is set, no further job is started; the ones started are still handed out. Leaving the
-    loop early waits for the started jobs and starts no other. One worker: each job runs in this thread and is
+    (counts, a checkpoint) overlaps the requests in flight instead of stopping them: a caller whose bookkeeping
+    can take a while (a checkpoint of a large record) passes an ``ahead`` that covers it. Once ``stop`` (a
+    ``threading.Event``) is set, no further job starts, however many are queued: a queued job that a worker takes
+    up after the stop is dropped, neither run nor handed out; the ones that started are still handed out. Leaving
+    the loop early waits for the running jobs and starts no other. One worker: each job runs in this thread and is
     handed out before the next starts."""
     jobs = iter(jobs)
     workers = max(1, int(workers or 1))
@@ -73,15 +76,21 @@ def streamed(func, jobs, workers=DEFAULT_WORKERS, ahead=None, stop=None):
     ahead = max(workers, int(ahead or 4 * workers))
     pool = ThreadPoolExecutor(max_workers=workers)
     started = collections.deque()
+
+    def unless_stopped(job):
+        if stop is not None and stop.is_set():
+            return _DROPPED
+        return _call(func, job)
     try:
         for job in itertools.islice(jobs, ahead):
-            started.append(pool.submit(_call, func, job))
+            started.append(pool.submit(unless_stopped, job))
         while started:
             outcome = started.popleft().result()
             if stop is None or not stop.is_set():
                 for job in itertools.islice(jobs, 1):
-                    started.append(pool.submit(_call, func, job))
-            yield outcome
+                    started.append(pool.submit(unless_stopped, job))
+            if outcome is not _DROPPED:
+                yield outcome
     finally:
         for future in started:
             future.cancel()

@@ -21,7 +21,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import find_records
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import DEFAULT_RECORD_DIR
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
-    CHECKPOINT_COST_SHARE, JOB, PREFETCH_MIN, OwnerReferencesError, describe_object, missing_owners_message,
+    ATTACH_AHEAD, CHECKPOINT_COST_SHARE, JOB, PREFETCH_MIN, OwnerReferencesError, describe_object, missing_owners_message,
     owner_brief, same_owner)
 
 
@@ -98,7 +98,7 @@ class AttachSteps(object):
         unexpected = None
         try:
             for outcome, error in streamed(lambda u: self._attach_net(discovery, by_dependent[u], owners, prefetched),
-                                           order, self.workers, stop=stop):
+                                           order, self.workers, ahead=ATTACH_AHEAD, stop=stop):
                 if error is not None:
                     unexpected = unexpected or error
                     stop.set()

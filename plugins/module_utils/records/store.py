@@ -47,6 +47,12 @@ FORMAT = 1
 MANAGED_BY = {"app.kubernetes.io/managed-by": "calico-ops"}
 # a ConfigMap may hold 1 MiB; leave room for metadata and for entries growing when they are marked done
 CHUNK_BYTES = 900 * 1024
+# new entries fill a chunk up to this share of it: an entry marked done grows (owner references: ~400 -> ~500
+# bytes), and a chunk that overflows passes its last entries on to the next one, which then overflows in turn -
+# measured 2026-11-27 (7,500 entries, 5 chunks, entries filled to the brim): every checkpoint of an attach
+# rewrote every chunk after the one being worked on (~900 KB each); with room to grow it rewrites the chunks
+# whose entries changed
+CHUNK_FILL = 0.75
 SAVE_RETRIES = 8
 # where a job's record file goes when the caller names none (on the host that runs the module)
 DEFAULT_RECORD_DIR = "~/.calico_ops/records"
@@ -296,7 +302,9 @@ class RecordStore(object):
 
     def _layout(self):
         """chunk index -> sorted keys. Known keys stay in their chunk, new ones go to the last chunk, and
-        a chunk over the size limit passes its last keys on to the next one (entries only move up)."""
+        a chunk over the size limit passes its last keys on to the next one (entries only move up). New keys
+        fill a chunk to ``CHUNK_FILL`` of the limit only (the rest passed on), so that their growth when marked
+        done does not push entries from chunk to chunk."""
         if not self.entries:
             return {}
         last = max(self._chunk_of.values()) if self._chunk_of else 0
@@ -305,11 +313,24 @@ class RecordStore(object):
             layout.setdefault(self._chunk_of.get(key, last), []).append(key)
         sizes = dict((k, len(json.dumps(k)) + len(self._entry_text(k)) + 2) for k in self.entries)
         budget = self.chunk_bytes - 1024  # the wrapper document, metadata
+        fill = int(budget * CHUNK_FILL)
         index = 0
         while index <= max(layout):
             keys = layout.get(index, [])
             total = sum(sizes[k] for k in keys)
             moved = []
+            if total > fill and any(k not in self._chunk_of for k in keys):
+                # the known keys stay; new ones, in order, while they fit under the fill mark (at least one key)
+                kept, total = [], sum(sizes[k] for k in keys if k in self._chunk_of)
+                for key in keys:
+                    if key in self._chunk_of:
+                        kept.append(key)
+                    elif not kept or total + sizes[key] <= fill:
+                        kept.append(key)
+                        total += sizes[key]
+                    else:
+                        moved.append(key)
+                keys = kept
             while len(keys) > 1 and total > budget:
                 key = keys.pop()
                 total -= sizes[key]

@@ -144,3 +144,26 @@ def test_streamed_left_early_waits_for_the_started_and_starts_no_more():
     count = len(started)
     time.sleep(0.05)
     assert len(started) == count <= 6  # the pool is shut down: nothing runs after the loop is left
+
+
+def test_streamed_stop_drops_the_queued_jobs_however_far_ahead():
+    """With a long queue (``ahead`` far beyond the workers: attach keeps the API server busy through a
+    checkpoint), a stop still starts no queued job: the workers drop them, and only the jobs that ran are handed
+    out."""
+    stop = threading.Event()
+    ran, lock = [], threading.Lock()
+
+    def job(n):
+        with lock:
+            ran.append(n)
+        time.sleep(0.005)
+        if n == 5:
+            raise RuntimeError("boom at 5")
+        return n
+    out = []
+    for result, error in streamed(job, range(500), workers=2, ahead=400, stop=stop):
+        if error is not None:
+            stop.set()
+        out.append(result)
+    assert len(out) == len(ran) <= 9, (len(out), len(ran))  # ~2 in flight at the stop, not the 400 queued
+    assert out[:5] == [0, 1, 2, 3, 4] and out[5] is None

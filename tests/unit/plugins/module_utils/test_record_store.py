@@ -113,6 +113,26 @@ def test_marking_entries_done_rewrites_only_their_chunk(tmp_path):
     assert len(written) == 1 and written[0].endswith("/configmaps/" + s.configmaps[-1])
 
 
+def test_entries_growing_as_when_marked_done_rewrite_only_their_chunk(tmp_path):
+    """New entries leave room in their chunk (CHUNK_FILL): the first chunk's entries growing by a quarter (an
+    owner reference marked done: ~400 -> ~500 bytes) rewrite that chunk alone, not every chunk after it."""
+    dyn = standard_api()
+    s = store(dyn, tmp_path, chunk_bytes=8 * 1024)
+    s.load()
+    fill(s, 120, size=200)
+    s.save()
+    assert len(s.configmaps) >= 4
+    first = [k for k in sorted(s.entries) if s.chunk_of(k) == 0]
+    before = len(dyn.writes())
+    for key in first:
+        s.mark_done(key, note="y" * 50)
+    s.save()
+    written = [w[1] for w in dyn.writes()[before:]]
+    assert len(written) == 1 and written[0].endswith("/configmaps/" + s.configmaps[0]), written
+    assert all(s.chunk_of(k) == 0 for k in first)
+    assert len(store(dyn, tmp_path, chunk_bytes=8 * 1024).load()) == 120
+
+
 def test_entries_only_move_up_and_a_crash_between_chunk_writes_loses_nothing(tmp_path):
     dyn = standard_api()
     s = store(dyn, tmp_path, chunk_bytes=8 * 1024)
@@ -120,9 +140,10 @@ def test_entries_only_move_up_and_a_crash_between_chunk_writes_loses_nothing(tmp
     fill(s, 60, size=200)
     s.save()
     chunks_before = len(s.configmaps)
-    # grow every entry: chunks overflow, entries pass on to higher chunks; the process dies after one write
+    # grow every entry (threefold: beyond the room new entries leave, CHUNK_FILL): chunks overflow, entries pass
+    # on to higher chunks; the process dies after one write
     for key in list(s.entries):
-        s.update(key, note="y" * 150)
+        s.update(key, note="y" * 400)
     calls = []
 
     def die_after_first_write(method, path, body):
