@@ -21,8 +21,8 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import find_records
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import DEFAULT_RECORD_DIR
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
-    ATTACH_AHEAD, CHECKPOINT_COST_SHARE, JOB, PREFETCH_MIN, OwnerReferencesError, describe_object, missing_owners_message,
-    owner_brief, same_owner)
+    ATTACH_AHEAD, CHECKPOINT_COST_SHARE, JOB, PREFETCH_MIN, OwnerReferencesError, describe_object,
+    missing_owners_message, owner_brief, same_owner)
 
 
 class AttachSteps(object):
