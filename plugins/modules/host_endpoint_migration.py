@@ -148,6 +148,7 @@ options:
     default: 8
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.report
 attributes:
   check_mode:
     support: full
@@ -222,7 +223,10 @@ counts:
            "labels_set": 6, "conflicts": 0, "missing_nodes": 0, "deleted": 3, "already_gone": 0,
            "not_replaced": 0, "failed": 0, "restored": 0, "already_present": 0, "not_deleted": 0}
 endpoints:
-  description: Each old endpoint (each recorded one for O(state=restored)) and what happened to it.
+  description:
+    - Each old endpoint (each recorded one for O(state=restored)) and what happened to it - the first
+      O(report_limit); RV(not_listed) says how many more there were (each is counted in RV(counts) and kept in the
+      record).
   returned: always
   type: list
   elements: dict
@@ -230,7 +234,9 @@ endpoints:
     - {name: node-1-eth-all, node: node-1, labels: {env: prod}, uid: 0b4f2c1e-0000-4000-8000-000000000001,
        action: deleted, automatic_endpoint: node-1-auto-hep}
 labels:
-  description: Node name -> the labels written (planned, in check mode or when blocked) to it.
+  description:
+    - Node name -> the labels written (planned, in check mode or when blocked) to it - the first O(report_limit)
+      nodes by name (every one is in the diff in diff mode).
   returned: when O(state=migrated)
   type: dict
   sample: {"node-1": {"env": "prod", "zone": "a"}}
@@ -250,6 +256,11 @@ missing_nodes:
   type: list
   elements: dict
   sample: [{endpoint: old-hep, node: gone-node}]
+not_listed:
+  description: How many items RV(endpoints), RV(labels) and RV(nodes) left out (O(report_limit)).
+  returned: always
+  type: dict
+  sample: {"endpoints": 0, "labels": 0, "nodes": 0}
 kube_controllers:
   description: KubeControllersConfiguration C(default) before and what was done to it.
   returned: when O(state=migrated)
@@ -258,7 +269,7 @@ kube_controllers:
            auto_create_after: Enabled, action: patched}
 nodes:
   description: Per node with old endpoints, the labels copied and skipped, its automatic endpoint, the status
-    and how long it was waited for.
+    and how long it was waited for - the first O(report_limit), in the job's order.
   returned: when O(state=migrated)
   type: list
   elements: dict
@@ -302,6 +313,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoint
     DEFAULT_WORKERS, STATES, run)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule, k8s_argument_spec
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.report import report_limit_spec
 
 
 def argument_spec():
@@ -322,6 +334,7 @@ def argument_spec():
         record_path=dict(type="path"),
         page_size=dict(type="int", default=500),
         workers=dict(type="int", default=DEFAULT_WORKERS),
+        report_limit=report_limit_spec(),
     ))
 
 

@@ -43,8 +43,9 @@ description:
   - Resource types that cannot be listed (forbidden, or an aggregated API that is unavailable) are
     reported by name and counted; with O(fail_on_unlistable=true) the module stops before any write.
   - Objects are read as metadata only (C(PartialObjectMetadata), as the garbage collector and
-    C(kubectl) read them). The module never receives an object's content (a Secret's data is never sent
-    to it), and the scan moves a fraction of the bytes. An API server that cannot answer in that form
+    C(kubectl) read them), and each patch asks for the patched object's metadata only in return. The module
+    never receives an object's content (a Secret's data is never sent to it), and the scan moves a fraction
+    of the bytes. An API server that cannot answer in that form
     answers with whole objects, of which only the metadata is used.
 author:
   - calico_ops contributors (@calico-ops)
@@ -119,6 +120,7 @@ options:
     default: 8
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.report
 attributes:
   check_mode:
     support: full
@@ -173,7 +175,10 @@ counts:
            "detached": 14, "attached": 0, "already_attached": 0, "missing_owners": 0, "dependents_gone": 0,
            "failed": 0}
 objects:
-  description: Each object acted upon, with the owner references concerned and what happened.
+  description:
+    - Each object acted upon, with the owner references concerned and what happened - the first O(report_limit),
+      in the job's order; RV(not_listed) says how many more there were (each is counted in RV(counts) and kept
+      with its outcome in the record).
   returned: always
   type: list
   elements: dict
@@ -188,6 +193,11 @@ objects:
       owners:
         - {apiVersion: projectcalico.org/v3, kind: NetworkPolicy, name: allow-dns,
            uid: 9a1d2c3e-0000-4000-8000-000000000002}
+not_listed:
+  description: How many objects RV(objects) left out (O(report_limit)).
+  returned: always
+  type: dict
+  sample: {"objects": 4900}
 unlistable:
   description: Resource types (or group-versions) that could not be listed or discovered, with the reason.
   returned: always
@@ -236,6 +246,7 @@ record:
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule, k8s_argument_spec
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.report import report_limit_spec
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
     DEFAULT_OWNER_API_VERSIONS, DEFAULT_RECORD_NAME, DEFAULT_RECORD_NAMESPACE, OwnerReferencesError)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import run
@@ -253,6 +264,7 @@ def argument_spec():
         require_record=dict(type="bool", default=True),
         page_size=dict(type="int", default=500),
         workers=dict(type="int", default=8),
+        report_limit=report_limit_spec(),
     ))
 
 

@@ -220,7 +220,9 @@ def world(calico_crds, namespaces):
 def play_vars(namespaces, tmp_path, state, **extra):
     out = {"owner_references_state": state, "owner_references_record_namespace": namespaces[0],
            "owner_references_record_name": "oref-record",
-           "owner_references_record_path": str(tmp_path / "record.json")}
+           "owner_references_record_path": str(tmp_path / "record.json"),
+           # every object listed: the control plane is shared, other tests' dependents may come first
+           "owner_references_report_limit": 100000}
     out.update(extra)
     return out
 
@@ -366,12 +368,14 @@ def test_check_mode_writes_nothing(cluster, world, namespaces, ansible, tmp_path
     world.delete_owners()
     world.create_owners()
     mark = cluster.audit.mark()
-    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(namespaces, tmp_path, "attached"), check=True,
-                            diff=True)
+    play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(namespaces, tmp_path, "attached",
+                                                           owner_references_report_limit=5), check=True, diff=True)
     assert play.rc == 0, play.stdout[-4000:]
     res = module_result(play)
     assert cluster.audit.writes_since(mark) == []
     assert res["counts"]["attached"] == 24 and res["changed"] is True
+    # the result lists 5 of the 21 dependents of this record and counts the others
+    assert len(res["objects"]) == 5 and res["not_listed"] == {"objects": 16} and res["counts"]["affected"] == 21
     assert "ownerReferences" in play.stdout  # the per-object diff was shown
     for obj in world.existing().values():
         assert calico_refs(obj) == []
@@ -566,6 +570,14 @@ def test_the_api_server_answers_the_scan_with_metadata_only(cluster, calico_crds
     assert "data" not in one and one["metadata"]["name"] == "creds", one
     encoded = base64.b64encode(secret_value.encode()).decode()
     assert encoded not in json.dumps([meta, one]) and secret_value not in json.dumps([meta, one])
+    # the patches of detach and attach ask for the metadata back too; the control: the same patch without it
+    ops = [{"op": "add", "path": "/metadata/labels", "value": {"patched": "1"}}]
+    patched = client.json_patch("v1", "secrets", "creds", ops, namespace=ns, metadata_only=True)
+    assert patched["metadata"]["labels"] == {"patched": "1"} and "data" not in patched, patched
+    assert encoded not in json.dumps(patched)
+    ops = [{"op": "replace", "path": "/metadata/labels", "value": {"patched": "2"}}]
+    control = client.json_patch("v1", "secrets", "creds", ops, namespace=ns)
+    assert control["data"], "control: a plain PATCH answers the data"
 
     policies = client.list(CALICO, "networkpolicies", namespace=ns, metadata_only=True)
     assert [p["metadata"]["name"] for p in policies] == ["np"] and "spec" not in policies[0], policies

@@ -33,6 +33,8 @@ import time
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 # DEFAULT_WORKERS: the shared default, also the module's (plugins/modules/host_endpoint_migration.py imports it here)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import DEFAULT_WORKERS, workers_problem
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.report import (
+    DEFAULT_REPORT_LIMIT, listed, report_limit_problem)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
     RecordStoreError, open_record_store, utc_now)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints import rules
@@ -67,8 +69,10 @@ class Runner(LabelSteps, ReplaceSteps):
     def __init__(self, client, datastore, label_conflicts="fail", wait_timeout=DEFAULT_WAIT_TIMEOUT,
                  poll_interval=DEFAULT_POLL_INTERVAL, record_namespace=DEFAULT_RECORD_NAMESPACE,
                  record_name=DEFAULT_RECORD_NAME, record_path=None, progress_path=None, diff=False,
-                 page_size=500, workers=DEFAULT_WORKERS, sleep=time.sleep, clock=_now):
+                 page_size=500, workers=DEFAULT_WORKERS, report_limit=DEFAULT_REPORT_LIMIT, sleep=time.sleep,
+                 clock=_now):
         self.client = client
+        self.report_limit = DEFAULT_REPORT_LIMIT if report_limit is None else report_limit
         self.datastore = datastore
         self.label_conflicts = label_conflicts or "fail"
         self.wait_timeout = float(wait_timeout if wait_timeout is not None else DEFAULT_WAIT_TIMEOUT)
@@ -131,12 +135,12 @@ class Runner(LabelSteps, ReplaceSteps):
                "datastore": self.datastore.describe(), "counts": dict(self.counts),
                "failures": self.failures, "warnings": list(self.warnings), "timings": dict(self.timings)}
         if state == "migrated":
-            out.update({"label_conflicts": self.label_conflicts, "endpoints": self.endpoints,
-                        "labels": self.labels, "conflicts": self.conflicts, "missing_nodes": self.missing_nodes,
-                        "kube_controllers": self.kube_controllers, "nodes": self.nodes,
+            out.update({"label_conflicts": self.label_conflicts, "conflicts": self.conflicts,
+                        "missing_nodes": self.missing_nodes, "kube_controllers": self.kube_controllers,
                         "not_replaced": self.not_replaced})
+            listed(out, self.report_limit, endpoints=self.endpoints, labels=self.labels, nodes=self.nodes)
         else:
-            out["endpoints"] = self.endpoints
+            listed(out, self.report_limit, endpoints=self.endpoints)
         if self.store is not None:
             out["record"] = self.store.describe()
         if self.want_diff:
@@ -354,7 +358,7 @@ class Runner(LabelSteps, ReplaceSteps):
 
 def run(client, params, diff=False, datastore=None, sleep=time.sleep):
     """Entry point for the module: ``params`` holds the module's options."""
-    problem = workers_problem(params.get("workers"))
+    problem = workers_problem(params.get("workers")) or report_limit_problem(params.get("report_limit"))
     if problem:
         raise rules.HostEndpointMigrationError(problem + "; nothing was read or written", {"changed": False})
     runner = Runner(client, datastore or make_datastore(client, params),
@@ -366,5 +370,6 @@ def run(client, params, diff=False, datastore=None, sleep=time.sleep):
                     record_path=params.get("record_path"),
                     progress_path=params.get("progress_path"),
                     diff=diff, page_size=params.get("page_size") or 500,
-                    workers=params.get("workers") or DEFAULT_WORKERS, sleep=sleep)
+                    workers=params.get("workers") or DEFAULT_WORKERS,
+                    report_limit=params.get("report_limit"), sleep=sleep)
     return runner.run(params.get("state") or "migrated")

@@ -237,10 +237,13 @@ class Client(object):
                             content_type="application/merge-patch+json",
                             query={"fieldManager": self.field_manager})
 
-    def json_patch(self, api_version, plural, name, ops, namespace=None):
+    def json_patch(self, api_version, plural, name, ops, namespace=None, metadata_only=False):
+        """``metadata_only``: the server answers with the patched object's metadata only (PartialObjectMetadata,
+        when it can): a Secret's data never comes back, and a large object is not sent back whole."""
         return self.request("PATCH", api_path(api_version, plural, namespace, name), body=ops,
                             content_type="application/json-patch+json",
-                            query={"fieldManager": self.field_manager})
+                            query={"fieldManager": self.field_manager},
+                            accept=ACCEPT_METADATA if metadata_only else None)
 
     def apply(self, api_version, plural, body, namespace=None, force=True):
         """Server-side apply under this client's field manager."""

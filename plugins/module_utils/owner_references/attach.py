@@ -164,11 +164,14 @@ class AttachSteps(object):
                 return None, "%s %s is namespaced but %s %s is cluster-scoped" % (
                     kind, name, dep.get("kind"), dep.get("name"))
         ident = (api_version, kind, namespace, name)
-        with self._lock:  # one GET per owner, whichever worker needs it first
-            if ident not in owners:
-                owner = self.client.get(api_version, res.plural, name, namespace=namespace, metadata_only=True)
-                owners[ident] = ((owner or {}).get("metadata") or {}).get("uid")
-            uid = owners[ident]
+        if ident not in owners:
+            with self._lock:
+                lock = self._owner_locks.setdefault(ident, threading.Lock())
+            with lock:  # one GET per owner, by the first worker that needs it; other owners are looked up meanwhile
+                if ident not in owners:
+                    owner = self.client.get(api_version, res.plural, name, namespace=namespace, metadata_only=True)
+                    owners[ident] = ((owner or {}).get("metadata") or {}).get("uid")
+        uid = owners[ident]
         if not uid:
             return None, "%s %s%s not found" % (kind, namespace + "/" if namespace else "", name)
         return uid, None

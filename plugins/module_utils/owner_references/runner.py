@@ -34,6 +34,8 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import status_counts
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import (
     DEFAULT_WORKERS, in_order, workers_problem)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.report import (
+    DEFAULT_REPORT_LIMIT, listed, report_limit_problem)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
     RecordStoreError, open_record_store)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.attach import AttachSteps
@@ -48,12 +50,15 @@ class Runner(AttachSteps):
     def __init__(self, client, owner_api_versions=None, record_namespace=DEFAULT_RECORD_NAMESPACE,
                  record_name=DEFAULT_RECORD_NAME, record_path=None, fail_on_unlistable=True,
                  fail_on_missing_owner=True, diff=False, page_size=500, checkpoint_every=CHECKPOINT_EVERY,
-                 checkpoint_seconds=CHECKPOINT_SECONDS, require_record=True, workers=DEFAULT_WORKERS):
+                 checkpoint_seconds=CHECKPOINT_SECONDS, require_record=True, workers=DEFAULT_WORKERS,
+                 report_limit=DEFAULT_REPORT_LIMIT):
         self.client = client
+        self.report_limit = DEFAULT_REPORT_LIMIT if report_limit is None else report_limit
         self.workers = max(1, int(workers or 1))
         # the patches go out ``workers`` at a time; what they share (the record, the owners looked up) is changed
         # under this lock, the counts and reports only in the calling thread, in order
         self._lock = threading.RLock()
+        self._owner_locks = {}  # attach: (apiVersion, kind, namespace, name) -> the lock of that owner's one GET
         self.owner_api_versions = list(owner_api_versions or DEFAULT_OWNER_API_VERSIONS)
         self.record_namespace = record_namespace or DEFAULT_RECORD_NAMESPACE
         self.record_name = record_name or DEFAULT_RECORD_NAME
@@ -98,8 +103,8 @@ class Runner(AttachSteps):
     def result(self, state, changed):
         out = {"changed": changed, "state": state, "check_mode": self.check_mode,
                "owner_api_versions": self.owner_api_versions, "counts": dict(self.counts),
-               "objects": self.objects, "unlistable": self.unlistable, "missing_owners": self.missing,
-               "failures": self.failures}
+               "unlistable": self.unlistable, "missing_owners": self.missing, "failures": self.failures}
+        listed(out, self.report_limit, objects=self.objects)
         if self.store is not None:
             out["record"] = self.store.describe()
         if self.notes:
@@ -130,7 +135,7 @@ class Runner(AttachSteps):
                 return current or [], current or [], obj
             ops = refs_patch(uid, current, wanted, meta.get("resourceVersion"))
             try:
-                self.client.json_patch(res.api_version, res.plural, name, ops, namespace=namespace)
+                self.client.json_patch(res.api_version, res.plural, name, ops, namespace=namespace, metadata_only=True)
                 return current or [], wanted, obj
             except ClientError as exc:
                 if exc.status == 404:
@@ -296,7 +301,7 @@ def run(client, params, diff=False):
         raise OwnerReferencesError("owner_api_versions is an empty list: give at least one owner apiVersion (for "
                                    "example projectcalico.org/v3); nothing was read or written",
                                    {"changed": False, "state": params.get("state")})
-    problem = workers_problem(params.get("workers"))
+    problem = workers_problem(params.get("workers")) or report_limit_problem(params.get("report_limit"))
     if problem:
         raise OwnerReferencesError(problem + "; nothing was read or written", {"changed": False,
                                                                                "state": params.get("state")})
@@ -310,7 +315,8 @@ def run(client, params, diff=False):
                     require_record=params.get("require_record", True),
                     diff=diff,
                     page_size=params.get("page_size") or 500,
-                    workers=params.get("workers") or DEFAULT_WORKERS)
+                    workers=params.get("workers") or DEFAULT_WORKERS,
+                    report_limit=params.get("report_limit"))
     try:
         return runner.run(params["state"])
     except RecordStoreError as exc:

@@ -145,10 +145,13 @@ class RecordStore(object):
         self._chunk_of = {}      # key -> chunk index where the cluster copy holds it
         self._chunks = {}        # index -> {"rv": resourceVersion, "text": persisted data}
         self._file_text = None   # what the file holds (None: unknown / absent)
-        # key -> (entry, its redacted JSON): an entry is replaced, never changed in place (add, update and the
-        # merge of a load make new dicts), so the text of the same object is still right; a checkpoint of a large
-        # record then serializes only the entries that changed since the last one
+        # key -> (entry, '"key":' + its redacted JSON): an entry is replaced, never changed in place (add, update
+        # and the merge of a load make new dicts), so the text of the same object is still right; a checkpoint of
+        # a large record then serializes only the entries that changed since the last one
         self._texts = {}
+        # chunk index -> (its keys, their entries, the entries' JSON): a chunk none of whose entries changed is
+        # not joined again (a checkpoint of an attach changes one or two chunks of many)
+        self._parts = {}
 
     # -- names ---------------------------------------------------------------------------------------
 
@@ -288,17 +291,27 @@ class RecordStore(object):
 
     # -- saving --------------------------------------------------------------------------------------
 
-    def _entry_text(self, key):
+    def _item(self, key):
+        """``"key":{entry}``, the entry's member of an "entries" object (cached while the entry is the same)."""
         entry = self.entries[key]
         cached = self._texts.get(key)
         if cached is not None and cached[0] is entry:
             return cached[1]
-        text = _dumps(entry)
+        text = json.dumps(key) + ":" + _dumps(entry)
         self._texts[key] = (entry, text)
         return text
 
-    def _entries_json(self, keys):
-        return "{" + ",".join(json.dumps(k) + ":" + self._entry_text(k) for k in sorted(keys)) + "}"
+    def _members(self, index, keys):
+        """The members of chunk ``index`` holding ``keys`` (sorted), joined; built again only when one of its
+        keys or entries changed since the last time."""
+        keys = tuple(keys)
+        cached = self._parts.get(index)
+        if cached is not None and cached[0] == keys and all(
+                self.entries[k] is e for k, e in zip(keys, cached[1])):
+            return cached[2]
+        text = ",".join(self._item(k) for k in keys)
+        self._parts[index] = (keys, tuple(self.entries[k] for k in keys), text)
+        return text
 
     def _layout(self):
         """chunk index -> sorted keys. Known keys stay in their chunk, new ones go to the last chunk, and
@@ -311,29 +324,31 @@ class RecordStore(object):
         layout = {}
         for key in sorted(self.entries):
             layout.setdefault(self._chunk_of.get(key, last), []).append(key)
-        sizes = dict((k, len(json.dumps(k)) + len(self._entry_text(k)) + 2) for k in self.entries)
+
+        def size(key):
+            return len(self._item(key)) + 1
         budget = self.chunk_bytes - 1024  # the wrapper document, metadata
         fill = int(budget * CHUNK_FILL)
         index = 0
         while index <= max(layout):
             keys = layout.get(index, [])
-            total = sum(sizes[k] for k in keys)
+            total = len(self._members(index, keys)) + 1 if keys else 0  # the sum of size(k) over the keys
             moved = []
             if total > fill and any(k not in self._chunk_of for k in keys):
                 # the known keys stay; new ones, in order, while they fit under the fill mark (at least one key)
-                kept, total = [], sum(sizes[k] for k in keys if k in self._chunk_of)
+                kept, total = [], sum(size(k) for k in keys if k in self._chunk_of)
                 for key in keys:
                     if key in self._chunk_of:
                         kept.append(key)
-                    elif not kept or total + sizes[key] <= fill:
+                    elif not kept or total + size(key) <= fill:
                         kept.append(key)
-                        total += sizes[key]
+                        total += size(key)
                     else:
                         moved.append(key)
                 keys = kept
             while len(keys) > 1 and total > budget:
                 key = keys.pop()
-                total -= sizes[key]
+                total -= size(key)
                 moved.insert(0, key)
             if moved:
                 layout[index + 1] = sorted(moved + layout.get(index + 1, []))
@@ -348,7 +363,7 @@ class RecordStore(object):
             doc["cluster"] = self.cluster_id
         if index == 0:
             doc["meta"] = self.meta
-        return _dumps_around(doc, self._entries_json(keys))
+        return _dumps_around(doc, "{" + self._members(index, keys) + "}")
 
     def _configmap(self, index, text, rv=None):
         labels = dict(MANAGED_BY)
@@ -408,7 +423,7 @@ class RecordStore(object):
             doc["cluster"] = self.cluster_id
         # redacted as the ConfigMaps are (a record never holds a Secret's values); compact, one line: the file is
         # rewritten at every checkpoint, and an indented dump of a large record costs seconds each time
-        text = _dumps_around(doc, self._entries_json(self.entries))
+        text = _dumps_around(doc, "{" + ",".join(self._item(k) for k in sorted(self.entries)) + "}")
         if text == self._file_text:
             return
         atomic_write(self.path, text)

@@ -104,7 +104,7 @@ class FakeDynamic(object):
         if method != "GET" and self.before_write is not None:
             self.before_write(method, path, body)
         out = self._handle(method, path, body, query, params.get("content_type"))
-        if method == "GET" and "as=PartialObjectMetadata" in accept and isinstance(out, dict):
+        if "as=PartialObjectMetadata" in accept and isinstance(out, dict):  # any verb, as the API server
             out = self._metadata_only(out)
         return _Resp(out)
 

@@ -587,3 +587,57 @@ def test_a_run_killed_while_patches_are_in_flight_is_finished_by_a_rerun(tmp_pat
     for key, refs in w.dependents.items():
         assert len(w.refs(*key)) == len(refs)  # no duplicate
     assert w.refs("v1", "secrets", "b", "s1") == [ref(w.np_b), ref(w.gnp)]
+
+
+def test_attach_looks_up_different_owners_at_the_same_time_and_each_once(tmp_path):
+    """Workers needing different owners GET them concurrently (one lock per owner, not one for all: with 50 owners
+    a single lock kept every worker waiting on ~50 GETs in a row); each owner is still read once."""
+    w = World()
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    plain = w.dyn.request
+    active, peak, gets, lock = [0], [0], [], threading.Lock()
+
+    def request(method, path, body=None, **params):
+        owner = method == "GET" and "policies/" in path
+        if owner:
+            with lock:
+                gets.append(path)
+                active[0] += 1
+                peak[0] = max(peak[0], active[0])
+            time.sleep(0.05)
+        try:
+            return plain(method, path, body, **params)
+        finally:
+            if owner:
+                with lock:
+                    active[0] -= 1
+    w.dyn.request = request
+    result = w.runner(tmp_path, workers=6).attach()
+    assert result["counts"]["attached"] == 7 and result["failures"] == []
+    assert sorted(gets) == sorted(set(gets)) and len(gets) == 3  # np a/np1, np b/np1, gnp1: once each
+    assert peak[0] >= 2
+
+
+def test_a_secret_dependent_s_data_never_reaches_the_module(tmp_path):
+    """The scan reads metadata only, and each patch asks for the patched object's metadata back: the Secret's
+    data is in no answer the module receives, detach or attach."""
+    w = World()
+    secret = w.dyn.obj("v1", "secrets", "s1", "b")
+    secret["data"] = {"password": "aHVudGVyMg=="}
+    w.dyn.put("v1", "secrets", secret)
+    plain = w.dyn.request
+    answers = []
+
+    def request(method, path, body=None, **params):
+        resp = plain(method, path, body, **params)
+        answers.append((method, path, resp.data.decode("utf-8")))
+        return resp
+    w.dyn.request = request
+    w.runner(tmp_path).detach()
+    w.recreate_owners()
+    w.runner(tmp_path).attach()
+    patched = [p for m, p, _a in answers if m == "PATCH" and p.endswith("/secrets/s1")]
+    assert len(patched) == 2  # detached, then attached
+    assert [a for _m, _p, a in answers if "aHVudGVyMg==" in a] == []
+    assert w.dyn.obj("v1", "secrets", "s1", "b")["data"] == {"password": "aHVudGVyMg=="}

@@ -328,3 +328,26 @@ def test_a_checkpoint_serializes_only_the_entries_that_changed(tmp_path, monkeyp
     assert again.get("key-0007")["done"] is True and again.get("key-0100")["note"] == "x"
     with open(s.path) as f:
         assert json.load(f)["entries"]["key-0100"]["note"] == "x"
+
+
+def test_a_checkpoint_joins_only_the_chunks_whose_entries_changed(tmp_path):
+    """A chunk's members are joined again only when one of its entries changed (an attach's checkpoint changes one
+    or two chunks of many); the texts saved are those built from scratch."""
+    dyn = standard_api()
+    s = store(dyn, tmp_path, chunk_bytes=8 * 1024)
+    s.load()
+    fill(s, 120, size=200)
+    s.save()
+    assert len(s.configmaps) >= 3
+    joined = dict((index, part[2]) for index, part in s._parts.items())
+    first = s.configmaps[0]
+    s.mark_done("key-0000")
+    s.save()
+    rebuilt = [index for index, part in s._parts.items() if part[2] is not joined.get(index)]
+    assert rebuilt == [0], rebuilt
+    fresh = store(dyn, tmp_path, chunk_bytes=8 * 1024)
+    fresh.entries = dict(s.entries)
+    fresh._chunk_of, fresh.meta = dict(s._chunk_of), s.meta
+    layout = fresh._layout()
+    assert [s._chunks[i]["text"] for i in sorted(layout)] == [fresh._chunk_text(i, layout[i]) for i in sorted(layout)]
+    assert s.configmaps[0] == first and store(dyn, tmp_path, chunk_bytes=8 * 1024).load()["key-0000"]["done"] is True
