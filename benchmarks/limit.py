@@ -40,11 +40,11 @@ class BareClient(object):
             self.local.conn = conn
         return conn
 
-    def request(self, method, path, body=None, content_type="application/json"):
+    def request(self, method, path, body=None, content_type="application/json", accept="application/json"):
         """Send one request; return (status, decoded JSON or None). A dropped keep-alive connection is opened again
         once."""
         data = json.dumps(body).encode() if body is not None else None
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": accept, "User-Agent": USER_AGENT}
         if data is not None:
             headers["Content-Type"] = content_type
         for attempt in (1, 2):
@@ -76,11 +76,12 @@ class BareClient(object):
                 return items
 
     def send(self, stream, concurrency):
-        """Send every request of ``stream`` (dicts: method, path, body, content_type), ``concurrency`` at a time;
+        """Send every request of ``stream`` (dicts: method, path, body, content_type, accept), ``concurrency`` at a time;
         return the wall seconds. Any status >= 300 is an error: the stream must be the job's successful writes."""
         def one(req):
             status, out = self.request(req["method"], req["path"], req.get("body"),
-                                       req.get("content_type", "application/json"))
+                                       req.get("content_type", "application/json"),
+                                       req.get("accept", "application/json"))
             if status >= 300:
                 with self.lock:
                     self.errors.append("%s %s: %s %s" % (req["method"], req["path"], status,

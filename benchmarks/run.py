@@ -534,6 +534,7 @@ class OwnerReferences(LimitContender, Job):
         guarded JSON patch per dependent (the module's own ops: owner_references/rules.py refs_patch), kept in
         memory instead of a record; at attach one LIST of the ConfigMaps and one of each owner kind."""
         refs_patch = collection_rules("owner_references").refs_patch
+        accept = collection_module("k8s.client").ACCEPT_METADATA  # ours asks for the patched object's metadata
         client = limit.BareClient(self.cluster.cp)
         kept = {}
 
@@ -548,7 +549,7 @@ class OwnerReferences(LimitContender, Job):
                 refs = meta.get("ownerReferences") or []
                 if any(mine(r) for r in refs):
                     kept[meta["uid"]] = refs
-                    stream.append({"method": "PATCH", "content_type": "application/json-patch+json",
+                    stream.append({"method": "PATCH", "content_type": "application/json-patch+json", "accept": accept,
                                    "path": "/api/v1/namespaces/%s/configmaps/%s" % (meta["namespace"], meta["name"]),
                                    "body": refs_patch(meta["uid"], refs, [r for r in refs if not mine(r)],
                                                       meta["resourceVersion"])})
@@ -569,7 +570,7 @@ class OwnerReferences(LimitContender, Job):
                 new = [dict(r, uid=gnps[r["name"]] if r["kind"] == "GlobalNetworkPolicy"
                             else nps["%s/%s" % (meta["namespace"], r["name"])]) if mine(r) else r
                        for r in kept[meta["uid"]]]
-                stream.append({"method": "PATCH", "content_type": "application/json-patch+json",
+                stream.append({"method": "PATCH", "content_type": "application/json-patch+json", "accept": accept,
                                "path": "/api/v1/namespaces/%s/configmaps/%s" % (meta["namespace"], meta["name"]),
                                "body": refs_patch(meta["uid"], meta.get("ownerReferences"), new,
                                                   meta["resourceVersion"])})
@@ -668,6 +669,7 @@ class HostEndpointMigration(LimitContender, Job):
         client = limit.BareClient(self.cluster.cp)
         mine = set(self.bench.nodes)
         heps_path = hep_bench.HEPS
+        accept = collection_module("k8s.client").ACCEPT_METADATA  # ours asks for the patched node's metadata
 
         def run(rnd):
             start = time.monotonic()
@@ -679,7 +681,7 @@ class HostEndpointMigration(LimitContender, Job):
             for h in old:
                 node = nodes[h["spec"]["node"]]["metadata"]
                 stream.append({"method": "PATCH", "path": "/api/v1/nodes/" + node["name"],
-                               "content_type": "application/json-patch+json",
+                               "content_type": "application/json-patch+json", "accept": accept,
                                "body": rules.label_patch(node.get("labels"), h["metadata"]["labels"],
                                                          node["resourceVersion"])})
             client.send(stream, concurrency)

@@ -17,7 +17,7 @@ import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import streamed
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order, streamed
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import find_records
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import DEFAULT_RECORD_DIR
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
@@ -131,20 +131,21 @@ class AttachSteps(object):
         for dep in dependents:
             ident = (dep["apiVersion"], dep["kind"], dep.get("namespace"))
             groups[ident] = groups.get(ident, 0) + 1
-        out = {}
+        wanted = []  # ((apiVersion, kind, namespace), type) worth a LIST
         for (api_version, kind, namespace), count in sorted(groups.items(), key=lambda g: str(g[0])):
-            if count < PREFETCH_MIN:
-                continue
             res = discovery.find(api_version, kind)
-            if res is None or not res.listable:
-                continue
-            try:
-                items = self.client.list(res.api_version, res.plural, namespace=namespace,
-                                         page_size=self.page_size, metadata_only=True)
-            except ClientError:
+            if count >= PREFETCH_MIN and res is not None and res.listable:
+                wanted.append(((api_version, kind, namespace), res))
+        out = {}
+        # ``workers`` LISTs at a time (one per namespace of a namespaced type)
+        for (ident, _res), (items, error) in zip(wanted, in_order(
+                lambda w: self.client.list(w[1].api_version, w[1].plural, namespace=w[0][2],
+                                           page_size=self.page_size, metadata_only=True), wanted, self.workers)):
+            if error is not None:
+                if not isinstance(error, ClientError):
+                    raise error
                 continue  # fall back to one GET per dependent
-            out[(api_version, kind, namespace)] = dict(
-                ((i.get("metadata") or {}).get("uid"), i) for i in items)
+            out[ident] = dict(((i.get("metadata") or {}).get("uid"), i) for i in items)
         return out
 
     def _owner_uid(self, discovery, dep, ref, owners):

@@ -156,10 +156,14 @@ class Runner(AttachSteps):
         seen = set()
         discovery = discover(self.client)
         self.unlistable.extend(f.as_dict() for f in discovery.failures)
-        for res in discovery.listable():
-            try:
-                items = self.client.list(res.api_version, res.plural, page_size=self.page_size, metadata_only=True)
-            except ClientError as exc:
+        types = list(discovery.listable())
+        # the types listed ``workers`` at a time, their objects taken in discovery's order
+        listed = in_order(lambda r: self.client.list(r.api_version, r.plural, page_size=self.page_size,
+                                                     metadata_only=True), types, self.workers)
+        for res, (items, exc) in zip(types, listed):
+            if exc is not None:
+                if not isinstance(exc, ClientError):
+                    raise exc
                 if exc.status == 404:
                     continue  # the type went away between discovery and LIST: it holds no objects
                 self.unlistable.append({"type": res.name, "status": exc.status, "reason": str(exc),

@@ -595,24 +595,7 @@ def test_attach_looks_up_different_owners_at_the_same_time_and_each_once(tmp_pat
     w = World()
     w.runner(tmp_path).detach()
     w.recreate_owners()
-    plain = w.dyn.request
-    active, peak, gets, lock = [0], [0], [], threading.Lock()
-
-    def request(method, path, body=None, **params):
-        owner = method == "GET" and "policies/" in path
-        if owner:
-            with lock:
-                gets.append(path)
-                active[0] += 1
-                peak[0] = max(peak[0], active[0])
-            time.sleep(0.05)
-        try:
-            return plain(method, path, body, **params)
-        finally:
-            if owner:
-                with lock:
-                    active[0] -= 1
-    w.dyn.request = request
+    peak, gets = _peak_of(w, lambda m, p, params: m == "GET" and "policies/" in p)
     result = w.runner(tmp_path, workers=6).attach()
     assert result["counts"]["attached"] == 7 and result["failures"] == []
     assert sorted(gets) == sorted(set(gets)) and len(gets) == 3  # np a/np1, np b/np1, gnp1: once each
@@ -641,3 +624,37 @@ def test_a_secret_dependent_s_data_never_reaches_the_module(tmp_path):
     assert len(patched) == 2  # detached, then attached
     assert [a for _m, _p, a in answers if "aHVudGVyMg==" in a] == []
     assert w.dyn.obj("v1", "secrets", "s1", "b")["data"] == {"password": "aHVudGVyMg=="}
+
+
+def _peak_of(w, is_counted):
+    """Wrap the fake API's requests: (peak of the counted ones in flight at once, their paths)."""
+    plain = w.dyn.request
+    active, peak, seen, lock = [0], [0], [], threading.Lock()
+
+    def request(method, path, body=None, **params):
+        counted = is_counted(method, path, params)
+        if counted:
+            with lock:
+                seen.append(path)
+                active[0] += 1
+                peak[0] = max(peak[0], active[0])
+            time.sleep(0.02)
+        try:
+            return plain(method, path, body, **params)
+        finally:
+            if counted:
+                with lock:
+                    active[0] -= 1
+    w.dyn.request = request
+    return peak, seen
+
+
+def test_the_scan_lists_the_types_several_at_a_time_and_reports_in_discovery_order(tmp_path):
+    one = World().runner(tmp_path / "one", workers=1).detach()
+    w = World()
+    peak, lists = _peak_of(w, lambda m, p, params: m == "GET" and "PartialObjectMetadataList" in str(params))
+    many = w.runner(tmp_path / "many", workers=4).detach()
+    assert peak[0] >= 2 and len(lists) == len(set(lists)) >= 10  # each type once
+    assert many["counts"] == one["counts"]
+    assert [(o["kind"], o.get("namespace"), o["name"], o["action"]) for o in many["objects"]] == [
+        (o["kind"], o.get("namespace"), o["name"], o["action"]) for o in one["objects"]]
