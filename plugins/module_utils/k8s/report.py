@@ -7,7 +7,7 @@ A bulk job (owner references, host endpoints) acts on thousands of objects. Each
 ``counts`` and kept, with its outcome, in the job's durable record (ConfigMaps and a file on the controller); the
 result lists the first ``report_limit`` of each per-object list and says in ``not_listed`` how many it left out.
 A result of every object is ~400 bytes an object that Ansible's controller decodes, copies and stores for each run
-(2 MB at 5,000 objects, about half a second of the run) and that AWX keeps in every job event.
+(2 MB at 5,000 objects: about a second of the run, measured) and that AWX keeps in every job event.
 """
 
 from __future__ import absolute_import, division, print_function
