@@ -110,9 +110,9 @@ class CaseRun(object):
 
 MODULE_PARAMS = {
     "owner_references": ["state", "owner_api_versions", "record_namespace", "record_name", "record_path", "page_size",
-                         "kubeconfig", "host", "api_key", "ca_cert"],
+                         "report_limit", "kubeconfig", "host", "api_key", "ca_cert"],
     "host_endpoint_migration": ["state", "datastore", "api_version", "calicoctl_path", "label_conflicts", "wait_timeout",
-                                "poll_interval", "record_namespace", "record_path", "kubeconfig"],
+                                "poll_interval", "record_namespace", "record_path", "report_limit", "kubeconfig"],
     "ebpf_preflight_info": ["platform", "ignore", "kubeconfig"],
 }
 
