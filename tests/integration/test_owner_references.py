@@ -572,11 +572,12 @@ def test_the_api_server_answers_the_scan_with_metadata_only(cluster, calico_crds
     assert encoded not in json.dumps([meta, one]) and secret_value not in json.dumps([meta, one])
     # the patches of detach and attach ask for the metadata back too; the control: the same patch without it
     ops = [{"op": "add", "path": "/metadata/labels", "value": {"patched": "1"}}]
-    patched = client.json_patch("v1", "secrets", "creds", ops, namespace=ns, metadata_only=True)
+    patched = client.json_patch("v1", "secrets", "creds", ops, namespace=ns)
     assert patched["metadata"]["labels"] == {"patched": "1"} and "data" not in patched, patched
     assert encoded not in json.dumps(patched)
     ops = [{"op": "replace", "path": "/metadata/labels", "value": {"patched": "2"}}]
-    control = client.json_patch("v1", "secrets", "creds", ops, namespace=ns)
+    control = client.request("PATCH", "/api/v1/namespaces/%s/secrets/creds" % ns, body=ops,
+                             content_type="application/json-patch+json")  # the same patch, plain Accept
     assert control["data"], "control: a plain PATCH answers the data"
 
     policies = client.list(CALICO, "networkpolicies", namespace=ns, metadata_only=True)

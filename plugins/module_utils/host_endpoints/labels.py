@@ -36,7 +36,7 @@ class LabelSteps(object):
             meta = obj.get("metadata") or {}
             ops = rules.label_patch(meta.get("labels"), to_set, meta.get("resourceVersion"))
             try:
-                self.client.json_patch("v1", "nodes", node, ops, metadata_only=True)
+                self.client.json_patch("v1", "nodes", node, ops)
                 return "labelled", rules.labels_of(obj), to_set, None
             except ClientError as exc:
                 if exc.status not in (409, 422):

@@ -237,13 +237,13 @@ class Client(object):
                             content_type="application/merge-patch+json",
                             query={"fieldManager": self.field_manager})
 
-    def json_patch(self, api_version, plural, name, ops, namespace=None, metadata_only=False):
-        """``metadata_only``: the server answers with the patched object's metadata only (PartialObjectMetadata,
-        when it can): a Secret's data never comes back, and a large object is not sent back whole."""
+    def json_patch(self, api_version, plural, name, ops, namespace=None):
+        """JSON patch ``ops``; the answer is the patched object's metadata only (PartialObjectMetadata, when the
+        server can): the jobs' JSON patches change metadata (owner references, labels, managedFields) and read
+        nothing else back, so a Secret's data never comes back and a large object is not sent back whole."""
         return self.request("PATCH", api_path(api_version, plural, namespace, name), body=ops,
                             content_type="application/json-patch+json",
-                            query={"fieldManager": self.field_manager},
-                            accept=ACCEPT_METADATA if metadata_only else None)
+                            query={"fieldManager": self.field_manager}, accept=ACCEPT_METADATA)
 
     def apply(self, api_version, plural, body, namespace=None, force=True):
         """Server-side apply under this client's field manager."""

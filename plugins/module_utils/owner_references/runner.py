@@ -135,7 +135,7 @@ class Runner(AttachSteps):
                 return current or [], current or [], obj
             ops = refs_patch(uid, current, wanted, meta.get("resourceVersion"))
             try:
-                self.client.json_patch(res.api_version, res.plural, name, ops, namespace=namespace, metadata_only=True)
+                self.client.json_patch(res.api_version, res.plural, name, ops, namespace=namespace)
                 return current or [], wanted, obj
             except ClientError as exc:
                 if exc.status == 404:
@@ -158,9 +158,9 @@ class Runner(AttachSteps):
         self.unlistable.extend(f.as_dict() for f in discovery.failures)
         types = list(discovery.listable())
         # the types listed ``workers`` at a time, their objects taken in discovery's order
-        listed = in_order(lambda r: self.client.list(r.api_version, r.plural, page_size=self.page_size,
-                                                     metadata_only=True), types, self.workers)
-        for res, (items, exc) in zip(types, listed):
+        pages = in_order(lambda r: self.client.list(r.api_version, r.plural, page_size=self.page_size,
+                                                    metadata_only=True), types, self.workers)
+        for res, (items, exc) in zip(types, pages):
             if exc is not None:
                 if not isinstance(exc, ClientError):
                     raise exc

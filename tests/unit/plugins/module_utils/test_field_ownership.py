@@ -196,3 +196,29 @@ def test_check_mode_dry_runs_and_reports_covered_objects_without_writing():
     assert result["objects"][0]["action"] == "covered by the apply"
     live = fake.objects["apps/daemonsets"][("kube-system", "calico-node")]
     assert [e["manager"] for e in live["metadata"]["managedFields"]] == ["test-setup"]
+
+
+def test_the_handover_patch_of_a_secret_gets_no_data_back():
+    """Client.json_patch asks for the patched object's metadata only: the handover of a Secret's managedFields (a
+    manifest's etcd certificates) does not bring its data back to the module."""
+    fake = FakeDynamic()
+    fake.add_type("v1", "secrets", "Secret")
+    secret = {"apiVersion": "v1", "kind": "Secret", "data": {"etcd-key": "c2VjcmV0LWtleQ=="},
+              "metadata": {"name": "calico-etcd-secrets", "namespace": "kube-system",
+                           "managedFields": [entry("test-setup", {"f:data": {"f:etcd-key": {}}}, api="v1")]}}
+    fake.put("v1", "secrets", secret)
+    plain = fake.request
+    answers = []
+
+    def request(method, path, body=None, **params):
+        resp = plain(method, path, body, **params)
+        answers.append((method, resp.data.decode("utf-8")))
+        return resp
+    fake.request = request
+    objects = [{"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "calico-etcd-secrets", "namespace": "kube-system"}}]
+    result = fo.run(client_for(fake), objects, ["test-setup"], "calico-ops")
+    assert result["counts"]["adopted"] == 1 and [m for m, _a in answers].count("PATCH") == 1
+    patch_answer = [a for m, a in answers if m == "PATCH"][0]
+    assert "c2VjcmV0LWtleQ==" not in patch_answer and '"PartialObjectMetadata"' in patch_answer
+    assert fake.obj("v1", "secrets", "calico-etcd-secrets", "kube-system")["data"] == {"etcd-key": "c2VjcmV0LWtleQ=="}
