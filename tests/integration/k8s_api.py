@@ -35,10 +35,13 @@ class Api(object):
     def create(self, collection, body):
         return self.req("POST", collection, body)
 
-    def delete(self, path, wait=False):
-        """Delete (background propagation); ``wait``: until the object is gone."""
+    def delete(self, path, wait=False, query=None):
+        """Delete (background propagation); ``wait``: until the object is gone. ``path`` may be a collection, with
+        ``query`` (e.g. a labelSelector): one DELETE of every object it selects (not with ``wait``)."""
+        assert not (wait and query), "wait is for one object"
         try:
-            self.req("DELETE", path, {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
+            self.req("DELETE", path, {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
+                     query=query)
         except NotFoundError:
             return
         while wait and self.get(path) is not None:

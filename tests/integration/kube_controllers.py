@@ -44,6 +44,7 @@ HOLD_LABEL = "test.calico-ops.io/hold-auto-hep"
 HOLD_POLICY = "test-calico-ops-hold-auto-hep"
 TEST_AGENT = "calico-ops-test-setup"  # the User-Agent of the tests' own writes while a job runs
 KCC_PATH = "/apis/crd.projectcalico.org/v1/kubecontrollersconfigurations/default"
+HEPS_PATH = "/apis/crd.projectcalico.org/v1/hostendpoints"
 METRICS_OFF = {"prometheusMetricsPort": 0}  # see the module's docstring: port 9094 is this machine's, not a pod's
 
 
@@ -139,16 +140,9 @@ class KubeControllers(object):
 
 def delete_automatic_endpoints(cluster):
     """The endpoints calico-kube-controllers created (it would delete them itself with autoCreate Disabled): one
-    DELETE of the collection with its label selector, by the tests' own User-Agent. (``kubectl delete -l`` sends one
-    DELETE per object and waits for each: 1,000 endpoints took 200 s.) None when the CRD is not there."""
-    from kubernetes.dynamic.exceptions import NotFoundError
-    try:
-        Api(cluster, user_agent=TEST_AGENT).req(
-            "DELETE", "/apis/crd.projectcalico.org/v1/hostendpoints",
-            {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
-            query={"labelSelector": CREATED_BY})
-    except NotFoundError:
-        return
+    DELETE of the collection with its label selector, by the tests' own User-Agent (``kubectl delete -l`` sends one
+    DELETE per object and waits for each: 1,000 endpoints took 204 s). Nothing to do when the CRD is not there."""
+    Api(cluster, user_agent=TEST_AGENT).delete(HEPS_PATH, query={"labelSelector": CREATED_BY})
 
 
 HOLD_DOCS = [
@@ -212,7 +206,7 @@ class HoldAutoHeps(AdmissionHold):
                  "metadata": {"name": "hold-probe", "annotations": {
                      "projectcalico.org/metadata": '{"labels":{"%s":"true"}}' % HOLD_LABEL}},
                  "spec": {"node": "hold-probe", "interfaceName": "*"}}
-        super().__init__(cluster, HOLD_DOCS, "/apis/crd.projectcalico.org/v1/hostendpoints", probe,
+        super().__init__(cluster, HOLD_DOCS, HEPS_PATH, probe,
                          "held by the test")
 
 
