@@ -20,6 +20,16 @@ SWEEP = (1, 2, 4, 8, 16, 32)
 USER_AGENT = "calico-ops-bench-limit"
 
 
+def _decoded(raw):
+    """An answer's JSON, or its text in ``text`` when it is not JSON (a replayed read of a non-JSON endpoint)."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {"text": raw.decode("utf-8", "replace")}
+
+
 class BareClient(object):
     """One HTTPS connection per thread to the control plane's API server, as its admin."""
 
@@ -53,7 +63,7 @@ class BareClient(object):
                 conn.request(method, path, body=data, headers=headers)
                 resp = conn.getresponse()
                 raw = resp.read()
-                return resp.status, (json.loads(raw) if raw else None)
+                return resp.status, _decoded(raw)
             except (http.client.HTTPException, OSError):
                 conn.close()
                 self.local.conn = None
@@ -126,3 +136,178 @@ def at_best(state, rep, cycle):
     m["concurrency"] = state["best"]
     m["sweep_s"] = state["sweep_s"]
     return m
+
+
+# -- a job replayed from its own requests (install_ebpf, upgrade) ----------------------------------------------------
+# A job whose writes are documents (server-side applies of release files, patches, records) has no stream to build
+# from rules alone: the stream is ours' own, captured. Ours runs once, untimed, as the control plane's capture user
+# (localcp CAPTURE_USER: its writes are in the audit log with their bodies, never a Secret's), and the limit sends
+# the same requests - method, path and query as ours sent them, the same bodies - as the admin, from the same
+# starting state. What the replay must change to be sent again is counted (``rewritten``): a resourceVersion or uid
+# precondition names the captured object, not the one of the replay's state, and is left out (the request costs the
+# server the same); a LIST's later pages are fetched with the replay's own ``continue`` tokens.
+
+VERB_METHODS = {"get": "GET", "list": "GET", "create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE",
+                "deletecollection": "DELETE"}
+WRITES = ("create", "update", "patch", "delete", "deletecollection")
+CRD_GROUP = "apiextensions.k8s.io"
+
+
+def _stamp(text):
+    """An audit timestamp (RFC 3339, UTC, microseconds) as epoch seconds."""
+    from datetime import datetime, timezone
+    return datetime.strptime(text.rstrip("Z")[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
+
+
+def _patch_type(ev):
+    """The content type of a captured PATCH (the audit log keeps the body, not its type): a list is a JSON patch, an
+    object with apiVersion and kind a server-side apply, anything else a merge patch - strategic for the built-in
+    groups, JSON merge for the others (the rule of the collection's merge_patch, ``auto``)."""
+    body = ev.get("requestObject")
+    if isinstance(body, list):
+        return "application/json-patch+json"
+    if isinstance(body, dict) and body.get("apiVersion") and body.get("kind"):
+        return "application/apply-patch+yaml"
+    group = (ev.get("objectRef") or {}).get("apiGroup") or ""
+    if not group or "." not in group or group.endswith(".k8s.io"):
+        return "application/strategic-merge-patch+json"
+    return "application/merge-patch+json"
+
+
+def _without_preconditions(verb, body):
+    """``(body, rewritten)``: the body without what names the captured object (a resourceVersion or uid that the
+    replay's object does not have)."""
+    if verb == "update" and isinstance(body, dict):
+        meta = dict(body.get("metadata") or {})
+        if meta.pop("resourceVersion", None) is not None or meta.pop("uid", None) is not None:
+            meta.pop("uid", None)
+            return dict(body, metadata=meta), True
+    if verb == "patch" and isinstance(body, list):
+        kept = [op for op in body if not (op.get("op") == "test" and op.get("path") in ("/metadata/resourceVersion",
+                                                                                       "/metadata/uid"))]
+        return kept, len(kept) != len(body)
+    if verb in ("delete", "deletecollection") and isinstance(body, dict) and body.get("preconditions"):
+        return dict((k, v) for k, v in body.items() if k != "preconditions"), True
+    return body, False
+
+
+def captured_stream(events, skip_windows=()):
+    """ours' requests of a capture run (audit events of the capture user, in the order they were received) as a
+    replay stream: dicts of ``method``, ``path`` (ours' path and query), ``body``, ``content_type``, ``write`` (a
+    persisted write; dry runs are not), ``resource``/``group``/``namespace``/``name``, ``code`` (ours' answer).
+    Left out: requests received inside ``skip_windows`` ((start, end) epoch seconds: ours' waits, whose time is
+    subtracted from ours too) and the later pages of a LIST (the replay follows its own). Returns (stream,
+    rewritten count); a write without a captured body (a Secret, never logged with its body) raises."""
+    stream, rewritten = [], 0
+    for ev in sorted(events, key=lambda e: e.get("requestReceivedTimestamp") or ""):
+        verb, uri = ev.get("verb"), ev.get("requestURI") or ""
+        if verb not in VERB_METHODS:
+            continue
+        at = _stamp(ev["requestReceivedTimestamp"])
+        if any(start <= at <= end for start, end in skip_windows):
+            continue
+        if verb == "list" and "continue=" in uri:
+            continue
+        ref = ev.get("objectRef") or {}
+        body = ev.get("requestObject")
+        if verb in ("create", "update", "patch") and body is None:
+            raise RuntimeError("captured %s %s has no body (a Secret's is never logged): it cannot be replayed"
+                               % (verb, uri))
+        body, changed = _without_preconditions(verb, body)
+        rewritten += changed
+        stream.append({"method": VERB_METHODS[verb], "path": uri, "body": body,
+                       "content_type": _patch_type(ev) if verb == "patch" else "application/json",
+                       "write": verb in WRITES and "dryRun=" not in uri, "verb": verb,
+                       "resource": ref.get("resource"), "group": ref.get("apiGroup") or "",
+                       "namespace": ref.get("namespace"), "name": ref.get("name"),
+                       "code": (ev.get("responseStatus") or {}).get("code") or 0})
+    return stream, rewritten
+
+
+def waves(stream):
+    """The stream cut into waves a replay may send concurrently, in ours' order: a wave is a run of reads (dry runs
+    included) or of writes, and a write starts a new wave when an earlier write of its wave created what it needs
+    (its namespace, the CRD of its type) or wrote the same object. Returns [(needs_crds, requests)]: the CRD names a
+    wave needs Established first (written by an earlier wave)."""
+    out, cur, cur_write, touched, crds_written = [], [], None, set(), set()
+    for req in stream:
+        key = (req["resource"], req["namespace"], req["name"])
+        crd = "%s.%s" % (req["resource"], req["group"]) if req["group"] else None
+        depends = req["write"] and (key in touched or ("namespaces", None, req["namespace"]) in touched
+                                    or ("customresourcedefinitions", None, crd) in touched)
+        if cur and (req["write"] != cur_write or depends):
+            out.append(cur)
+            cur, touched = [], set()
+        cur.append(req)
+        cur_write = req["write"]
+        if req["write"]:
+            touched.add(key)
+    if cur:
+        out.append(cur)
+    result = []
+    for wave in out:
+        needs = sorted(set("%s.%s" % (r["resource"], r["group"]) for r in wave if r["group"]
+                           and "%s.%s" % (r["resource"], r["group"]) in crds_written))
+        result.append((needs, wave))
+        crds_written |= set(r["name"] for r in wave if r["write"] and r["resource"] == "customresourcedefinitions"
+                            and r["group"] == CRD_GROUP)
+    return result
+
+
+def replay(client, stream, concurrency, timeout=120):
+    """Send a captured ``stream`` wave by wave (``waves``), ``concurrency`` requests in flight within a wave; before a
+    wave that needs CRDs, poll them (GET, every 0.1 s) until Established - that time is the wait, subtracted as
+    ours' is. Every write's answer must be of ours' kind (success where ours succeeded, a refusal where ours was
+    refused; a dry run too);
+    a LIST whose page ends in a ``continue`` token is followed. A read may be answered otherwise than ours was (an
+    object a controller - the operator - had or had not created yet at that moment): such reads are returned, not
+    refused. Returns (wall seconds, wait seconds, reads answered unlike ours')."""
+    mismatches, reads_unlike = [], []
+    lock = threading.Lock()
+
+    def one(req):
+        status, out = client.request(req["method"], req["path"], req["body"], req["content_type"])
+        while req["verb"] == "list" and status == 200 and ((out or {}).get("metadata") or {}).get("continue"):
+            sep = "&" if "?" in req["path"] else "?"
+            status, out = client.request("GET", req["path"] + sep + urlencode(
+                {"continue": out["metadata"]["continue"]}))
+        if (status < 300) != (req["code"] < 300):
+            with lock:
+                if req["verb"] in ("get", "list"):  # what controllers wrote meanwhile (the operator's objects)
+                    reads_unlike.append("%s %s: %s, ours had %s" % (req["method"], req["path"], status, req["code"]))
+                    return
+                mismatches.append("%s %s: %s, ours had %s (%s)" % (req["method"], req["path"], status, req["code"],
+                                                                   (out or {}).get("message", "")))
+
+    established = set()
+    waited = 0.0
+    start = time.monotonic()
+    with ThreadPoolExecutor(max(1, concurrency)) as pool:
+        for needs, wave in waves(stream):
+            pending = [n for n in needs if n not in established]
+            if pending:
+                began = time.monotonic()
+                deadline = began + timeout
+                while pending:
+                    for name in list(pending):
+                        status, crd = client.request(
+                            "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name)
+                        if status == 200 and any(c.get("type") == "Established" and c.get("status") == "True"
+                                                 for c in (crd.get("status") or {}).get("conditions") or []):
+                            pending.remove(name)
+                            established.add(name)
+                    if pending:
+                        if time.monotonic() > deadline:
+                            raise RuntimeError("CRDs not Established after %ss: %s" % (timeout, pending))
+                        time.sleep(0.1)
+                waited += time.monotonic() - began
+            if concurrency <= 1 or len(wave) == 1:
+                for req in wave:
+                    one(req)
+            else:
+                list(pool.map(one, wave))
+    wall = time.monotonic() - start
+    if mismatches:
+        raise RuntimeError("%d replayed request(s) answered unlike ours', first: %s" % (len(mismatches),
+                                                                                        mismatches[0]))
+    return wall, waited, reads_unlike

@@ -22,8 +22,10 @@ Beside ours and the naive loop, two contenders where the job defines them (issue
 requests sent by a bare client at the concurrency a sweep of 1-32 found fastest, no Ansible (benchmarks/limit.py;
 owner_references, host_endpoint_migration, preflight) - and *kubectl bulk* - the job as a skilled operator scripts
 it with kubectl alone (benchmarks/kubectl_bulk/*.sh; the same three jobs, and Calico's documented commands for
-install_ebpf and upgrade). install_ebpf and upgrade have no limit contender: a bare replay of ours' requests needs
-their bodies, which the audit log (Metadata level) does not keep.
+install_ebpf and upgrade). The limit of install_ebpf and upgrade is ours' own requests replayed (``CapturedLimit``):
+ours runs once, untimed, as the control plane's capture user, whose writes the audit log keeps with their bodies
+(localcp CAPTURE_USER); the bare client sends the same requests from the same starting state, wave by wave
+(limit.waves), ours' waits left out as from ours' time.
 
 Ansible's own floor (issue 21): once per run, ``ansible_costs`` times an ansible-playbook run of a play without tasks,
 20 tasks of a collection module that does no work and 20 controller tasks; every ours run records its task profile
@@ -77,6 +79,7 @@ import owner_references as or_bench  # noqa: E402
 import preflight as pf_bench  # noqa: E402
 import report  # noqa: E402
 from localcp.audit import READ_VERBS, WRITE_VERBS  # noqa: E402
+from localcp.cluster import CAPTURE_USER  # noqa: E402
 from common import control_plane  # noqa: E402
 from localcp.fixtures import Ansible, Cluster, collections_path  # noqa: E402
 
@@ -110,10 +113,29 @@ def task_result(data, prefix):
     return None
 
 
+def _waited(task):
+    """The seconds a task that also does work says it spent waiting (``waited_s`` of its result: manifest_apply's
+    apply of CRDs, then their wait), or None for a task that is a wait and nothing else."""
+    values = [r.get("waited_s") for r in (task.get("hosts") or {}).values() if isinstance(r, dict)]
+    values = [v for v in values if isinstance(v, (int, float))]
+    return max(values) if values else None
+
+
+def is_wait(task, pattern=r"\bwait"):
+    """A task whose whole time is waiting: its name matches ``pattern`` and it reports no ``waited_s``."""
+    return bool(re.search(pattern, task.get("task", {}).get("name", ""), re.I)) and _waited(task) is None
+
+
 def wait_seconds(data, pattern=r"\bwait"):
-    """Seconds spent in tasks whose name matches ``pattern`` (the JSON callback's task durations)."""
-    return sum(_task_seconds(t) for play in data.get("plays", []) for t in play.get("tasks", [])
-               if re.search(pattern, t.get("task", {}).get("name", ""), re.I))
+    """Seconds spent waiting (the JSON callback's task durations): the whole time of the tasks whose name matches
+    ``pattern``, except that a task reporting ``waited_s`` (it applies, then waits) counts that part only."""
+    total = 0.0
+    for play in data.get("plays", []):
+        for t in play.get("tasks", []):
+            if re.search(pattern, t.get("task", {}).get("name", ""), re.I):
+                waited = _waited(t)
+                total += _task_seconds(t) if waited is None else min(waited, _task_seconds(t))
+    return total
 
 
 # tasks Ansible runs in the controller's own process (no module sent to the target); every other task runs a module
@@ -126,8 +148,8 @@ CONTROL_ACTIONS = frozenset("ansible.builtin." + a for a in (
 def task_profile(data, top=12, exclude=None):
     """Where a play's time went (the JSON callback's task durations): the number of tasks run, their summed
     seconds, the ``top`` slowest as [name, seconds] (a looped task counts once), how many were skipped, per
-    module (``action``) the tasks and seconds, and ``floor_tasks``: the tasks whose names do not match ``exclude``
-    (the waits subtracted from the wall time), as ``module`` (a module sent to the target) and ``control`` (run in
+    module (``action``) the tasks and seconds, and ``floor_tasks``: the tasks that are not waits (``is_wait`` with
+    ``exclude``: their time is subtracted from the wall time; a task that applies and then waits counts), as ``module`` (a module sent to the target) and ``control`` (run in
     the controller: set_fact, assert, include_*, skipped, ...) - what the Ansible floor is computed from."""
     tasks, by_action, skipped, floor = [], {}, 0, {"module": 0, "control": 0}
     for play in data.get("plays", []):
@@ -142,7 +164,7 @@ def task_profile(data, top=12, exclude=None):
                 action = "(skipped)"
             count, total = by_action.get(action, (0, 0.0))
             by_action[action] = (count + 1, total + sec)
-            if not (exclude and re.search(exclude, name, re.I)):
+            if not (exclude and is_wait(t, exclude)):
                 floor["control" if action in CONTROL_ACTIONS else "module"] += 1
     slowest = sorted(tasks, key=lambda t: -t[1])[:top]
     return {"tasks": len(tasks), "task_s": round(sum(s for _n, s in tasks), 2), "skipped": skipped,
@@ -328,6 +350,67 @@ class LimitContender(object):
     def limit(self, rep):
         """The job's floor."""
         return limit.at_best(self.__dict__.setdefault("_limit_state", {}), rep, self._limit_cycle)
+
+
+def _iso_epoch(text):
+    """A JSON callback timestamp (ISO 8601, UTC) as epoch seconds."""
+    return datetime.fromisoformat(text.rstrip("Z")).replace(tzinfo=timezone.utc).timestamp()
+
+
+def wait_windows(data, pattern=r"\bwait"):
+    """(start, end) epoch seconds of ours' waiting, from the JSON callback's task durations: the whole of a task that
+    is a wait (``is_wait``), the last ``waited_s`` of a task that applies and then waits."""
+    out = []
+    for play in data.get("plays", []):
+        for t in play.get("tasks", []):
+            d = t.get("task", {}).get("duration") or {}
+            if not (d.get("start") and d.get("end")) or not re.search(pattern, t.get("task", {}).get("name", ""),
+                                                                       re.I):
+                continue
+            start, end = _iso_epoch(d["start"]), _iso_epoch(d["end"])
+            waited = _waited(t)
+            out.append((start if waited is None else max(start, end - waited), end))
+    return out
+
+
+class CapturedLimit(object):
+    """The *limit* contender of a job replayed from ours' own requests (benchmarks/limit.py ``captured_stream``):
+    ``_capture_run(env)`` runs ours once, untimed, as the capture user (its writes logged with their bodies) and
+    returns its ansible result; ``_replay_cycle(stream, concurrency)`` brings the cluster to the job's starting
+    state, replays and checks the end state. The capture is made at the first run, the concurrency swept then."""
+
+    def limit(self, rep):
+        """The job's floor: ours' requests, without Ansible, at the best concurrency."""
+        state = self.__dict__.setdefault("_limit_state", {})
+        if "stream" not in state:
+            capture = self.cluster.run_dir / "capture.kubeconfig"
+            if not capture.exists():
+                raise RuntimeError("%s is missing: the control plane predates the capture user; start a new one"
+                                   % capture)
+            mark = self.cluster.audit.mark()
+            res = self._capture_run({"KUBECONFIG": str(capture), "K8S_AUTH_KUBECONFIG": str(capture)})
+            events = self.cluster.audit.events_since(mark, users=(CAPTURE_USER,))
+            state["stream"], state["rewritten"] = limit.captured_stream(events, wait_windows(res.data))
+            log("%s: captured %d requests of ours (%d writes), %d rewritten for the replay" % (
+                type(self).__name__, len(state["stream"]), sum(1 for r in state["stream"] if r["write"]),
+                state["rewritten"]))
+        m = limit.at_best(state, rep, lambda _prefix, c: self._replay_cycle(state["stream"], c))
+        m["rewritten"] = state["rewritten"]
+        m["captured_requests"] = len(state["stream"])
+        return m
+
+    def _replayed(self, stream, concurrency, check):
+        """Replay ``stream`` (the starting state already made) and measure it as the other contenders are."""
+        client = limit.BareClient(self.cluster.cp)
+        mark = self.cluster.audit.mark()
+        wall, waited, reads_unlike = limit.replay(client, stream, concurrency)
+        reads, writes, dry = split(self.cluster.audit.events_since(mark))
+        check()
+        return {"wall_s": round(wall - waited, 3), "wall_with_waits_s": round(wall, 3),
+                "wait_tasks_s": round(waited, 2), "reads_unlike_ours": reads_unlike, "reads": reads, "writes": len(writes), "dry_run_writes": dry,
+                "writes_by_resource": dict(collections.Counter((w.get("objectRef") or {}).get("resource")
+                                                               for w in writes)),
+                "changed": written_objects({"_writes": writes}), "_writes": writes}
 
 
 PREFLIGHT_NAIVE = """
@@ -783,7 +866,7 @@ KUBE_PROXY = [
 ]
 
 
-class InstallEbpf(Job):
+class InstallEbpf(CapturedLimit, Job):
     unit = "nodes (whole install)"
 
     def size(self, n):
@@ -834,6 +917,17 @@ class InstallEbpf(Job):
                            what="install_ebpf.yml re-run")
         m["changed"] = written_objects(m)
         return m, rerun
+
+    def _capture_run(self, env):
+        self._clean()
+        res = self.ansible.playbook("playbooks/install_ebpf.yml", extra_vars=self._vars(99), env=env, timeout=1800)
+        if res.rc != 0:
+            raise RuntimeError("install_ebpf.yml (capture) failed:\n%s\n%s" % (res.stdout[-5000:], res.stderr[-3000:]))
+        return res
+
+    def _replay_cycle(self, stream, concurrency):
+        self._clean()
+        return self._replayed(stream, concurrency, self._check_bpf)
 
     def naive(self, rep):
         self._clean()
@@ -932,9 +1026,7 @@ class Upgrade(InstallEbpf):
         try:
             variables = self._upgrade_vars(rep, "o")
             with self.cs.CalicoNodeStandIn(self.cluster, daemonset="calico-node"):
-                self.cluster.wait_for(lambda: (self.cs.get(self.cluster, self.cs.CRD_API, "ClusterInformation", "default")
-                                               or {}).get("spec", {}).get("calicoVersion") == self.cs.SOURCE,
-                                      timeout=60, what="ClusterInformation")
+                self._source_reported()
                 m = self._excluding_waits(timed_play(self.cluster, self.ansible, "playbooks/upgrade.yml", variables,
                                                      what="upgrade.yml"))
                 rerun = timed_play(self.cluster, self.ansible, "playbooks/upgrade.yml", variables, what="upgrade.yml re-run")
@@ -943,6 +1035,48 @@ class Upgrade(InstallEbpf):
             return m, rerun
         finally:
             self.inst.cleanup()
+
+    def _capture_run(self, env):
+        self._install()
+        try:
+            variables = self._upgrade_vars(0, "c")
+            self._limit_state_records = [("kube-system", variables["upgrade_record_name"]),
+                                         ("kube-system", variables["upgrade_owner_references_record_name"])]
+            with self.cs.CalicoNodeStandIn(self.cluster, daemonset="calico-node"):
+                self._source_reported()
+                res = self.ansible.playbook("playbooks/upgrade.yml", extra_vars=variables, env=env, timeout=1800)
+            if res.rc != 0:
+                raise RuntimeError("upgrade.yml (capture) failed:\n%s\n%s" % (res.stdout[-5000:], res.stderr[-3000:]))
+            self._check()
+            return res
+        finally:
+            self.inst.cleanup()
+
+    def _source_reported(self):
+        self.cluster.wait_for(lambda: (self.cs.get(self.cluster, self.cs.CRD_API, "ClusterInformation", "default")
+                                       or {}).get("spec", {}).get("calicoVersion") == self.cs.SOURCE,
+                              timeout=60, what="ClusterInformation")
+
+    def _replay_cycle(self, stream, concurrency):
+        self._install()
+        self.inst.configmaps += self._limit_state_records  # the captured run's records, written again
+        try:
+            with self.cs.CalicoNodeStandIn(self.cluster, daemonset="calico-node"):
+                self._source_reported()
+                m = self._replayed(stream, concurrency, self._check)
+            self._drop_stand_in(m)
+            records = [w for w in m["_writes"] if self._is_record(w)]
+            m["record_writes"] = len(records)
+            m["changed"] = written_objects({"_writes": [w for w in m["_writes"] if w not in records]})
+            return m
+        finally:
+            self.inst.cleanup()
+
+    @staticmethod
+    def _is_record(write):
+        """A write of the upgrade's own records (ConfigMaps calico-ops-*), not of Calico's objects."""
+        ref = write.get("objectRef") or {}
+        return ref.get("resource") == "configmaps" and (ref.get("name") or "").startswith("calico-ops-")
 
     @staticmethod
     def _drop_stand_in(m):
@@ -959,8 +1093,7 @@ class Upgrade(InstallEbpf):
         owned a field the new release dropped) + the upgrade's own records; asserted. ClusterInformation is
         written by calico-node's stand-in (as calico-node would), not by the upgrade: left out."""
         Upgrade._drop_stand_in(m)
-        records = [w for w in m["_writes"] if (w.get("objectRef") or {}).get("resource") == "configmaps"
-                   and ((w.get("objectRef") or {}).get("name") or "").startswith("calico-ops-")]
+        records = [w for w in m["_writes"] if Upgrade._is_record(w)]
         objects = [w for w in m["_writes"] if w not in records]
         handover = task_result(m["_result"].data, "Hand the installer's fields over")
         counts = (handover or {}).get("counts") or {}
@@ -992,9 +1125,7 @@ class Upgrade(InstallEbpf):
         try:
             work = self._kubectl_work(rep)
             with self.cs.CalicoNodeStandIn(self.cluster, daemonset="calico-node"):
-                self.cluster.wait_for(lambda: (self.cs.get(self.cluster, self.cs.CRD_API, "ClusterInformation", "default")
-                                               or {}).get("spec", {}).get("calicoVersion") == self.cs.SOURCE,
-                                      timeout=60, what="ClusterInformation")
+                self._source_reported()
                 m = self._script_run("upgrade.sh", ["%s/%s/manifests/calico.yaml" % (self.cluster.mirror_url,
                                                                                      self.cs.TARGET),
                                                     self.cs.TARGET, str(work)], self._check)
@@ -1490,8 +1621,10 @@ What each naive job does (the plays are in benchmarks/*.py):
   Deployment, run by the pod runner); its requests, its ServiceAccount's, are not counted.
 - install_ebpf: `kubernetes.core.k8s` `src:` of operator-crds.yaml, tigera-operator.yaml and
   custom-resources.yaml, a merge patch for `linuxDataplane: BPF` and one for kube-proxy; no preflight, no
-  dry run, no validation. Ours runs with `ebpf_install_wait: false` (TigeraStatus read once) and the time of the
-  tasks named "wait" (CRDs Established) is subtracted from both.
+  dry run, no validation. Ours runs with `ebpf_install_wait: false` (TigeraStatus read once); the time of the
+  tasks named "wait" (the operator Deployment, kube-proxy's pods) is subtracted, and of the task that applies the
+  CRDs and then waits for them to be Established only the wait it reports (`waited_s`) - since 2026-11-28; before,
+  the whole task, its apply included, was left out of ours' time.
 - upgrade: manifest install, calico.yaml v3.27.5 -> v3.31.4 (calico-node's ClusterInformation report played
   by tests/integration/calico_support.py's stand-in). Ours: playbooks/upgrade.yml minus the tasks named
   "wait" (rollout, cluster version); naive: `kubernetes.core.k8s` `src:` of the target calico.yaml, nothing
@@ -1534,8 +1667,12 @@ as nothing is written, its column "ours / limit" is the limit's time over ours'.
 with kubectl alone, one process per step (benchmarks/kubectl_bulk/*.sh: one `get -o json`, jq, one `replace -f -`
 or `apply --server-side` or `delete` of every object; for preflight one `get` of nodes, Services and Pods, one of
 kube-proxy, one of the Calico types served, verdicts by jq; for install_ebpf and upgrade Calico's documented
-commands, their waits subtracted as ours' tasks named "wait" are). install_ebpf and upgrade have no limit contender:
-a bare replay of ours' requests needs their bodies, which the audit log (Metadata level) does not keep. Same run,
+commands, their waits subtracted as ours' tasks named "wait" are). For install_ebpf and upgrade the limit is ours'
+own requests, replayed: ours run once (untimed) as a capture user whose writes the audit log keeps with their bodies,
+then the same requests (path, query, body; the reads ours made during its waits left out, as its waits are from its
+time) sent by the bare client from the same starting state, concurrently within waves that keep what depends on an
+earlier write (a namespace, a CRD - waited for until Established, subtracted - or the same object) after it; the
+requests it had to rewrite (a resourceVersion or uid precondition of the captured object) are counted. Same run,
 same cluster state, medians of the runs; ours' time includes its two (owner references) or one (the others)
 ansible-playbook start-ups.
 """

@@ -108,6 +108,11 @@ not_established:
   returned: when wait_established
   type: list
   elements: str
+waited_s:
+  description: Seconds spent waiting for the CRDs to be Established (0 in check mode), apart from the applies.
+  returned: when wait_established
+  type: float
+  sample: 0.42
 nudged:
   description:
     - CRDs whose names the API server had accepted but that it had not established 10 seconds into the wait (its
@@ -119,15 +124,11 @@ nudged:
 """
 
 import base64
+import time
 
 from ansible.module_utils.six import string_types
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # pragma: no cover - AnsibleK8SModule checks for PyYAML first
-    HAS_YAML = False
-
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.apply import (
     ApplyError, apply_documents, wait_crds_established)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
@@ -136,7 +137,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact im
 
 def _documents(definition):
     if isinstance(definition, string_types):
-        return [d for d in yaml.safe_load_all(definition) if d]
+        return [d for d in yaml_text.load_all(definition) if d]
     if isinstance(definition, dict):
         return [definition]
     return [d for d in definition or [] if d]
@@ -170,7 +171,7 @@ def _apply(m):
     p = m.params
     try:
         docs = _documents(p["definition"])
-    except yaml.YAMLError as exc:
+    except yaml_text.YAMLError as exc:
         m.fail("definition: not valid YAML: %s" % exc)
     problems = fill_secret_data(docs, p["secret_data"])
     if problems:
@@ -178,10 +179,12 @@ def _apply(m):
     client = m.client(field_manager=p["field_manager"])
     results, changed = apply_documents(client, docs, p["field_manager"], force=p["force_conflicts"],
                                        check_mode=m.check_mode, namespace=p["namespace"], wait=p["wait_timeout"])
-    not_established, nudged = [], []
+    not_established, nudged, waited = [], [], 0.0
     if p["wait_established"] and not m.check_mode:
         crds = [r["name"] for r in results if r["kind"] == "CustomResourceDefinition"]
+        started = time.monotonic()
         not_established, nudged = wait_crds_established(client, crds, p["wait_timeout"])
+        waited = time.monotonic() - started
     if nudged:
         changed = True
         m.module.warn("CustomResourceDefinitions whose names were accepted but that the API server had not "
@@ -200,6 +203,7 @@ def _apply(m):
                             after_header="%s %s" % (r["kind"], r["name"]))
                        for r in results if r["action"] != "unchanged"]
     if p["wait_established"]:
+        out["waited_s"] = round(waited, 3)
         out["not_established"] = not_established
         out["nudged"] = nudged
         if not_established:

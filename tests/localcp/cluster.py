@@ -35,6 +35,9 @@ ADMIN_USER = "admin"
 KWOK_USER = "kwok"
 PODRUNNER_USER = "localcp-podrunner"  # runs the Calico control components' processes (podrunner.py)
 FRONT_PROXY_USER = "front-proxy-client"  # kube-apiserver's client identity towards aggregated API servers
+# writes of this user are recorded with their bodies (audit level Request; never a Secret's): the benchmark runs a job
+# once as this user to replay its requests with a bare client (benchmarks/limit.py Capture); nothing else uses it
+CAPTURE_USER = "calico-ops-capture"
 AUDIT_LOG_MAX_MB = 1024 * 1024  # --audit-log-maxsize: 1 TiB, never reached (see where it is passed)
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -50,6 +53,10 @@ AUDIT_POLICY = {
          "verbs": ["get", "list"]},
         {"level": "None", "userGroups": ["system:serviceaccounts:kube-system"], "verbs": ["get", "list"]},
         {"level": "None", "nonResourceURLs": ["/healthz*", "/readyz*", "/livez*", "/version", "/metrics"]},
+        # a Secret's body is never in the log, whoever writes it (Metadata, as for everything below)
+        {"level": "Metadata", "resources": [{"group": "", "resources": ["secrets"]}]},
+        {"level": "Request", "users": [CAPTURE_USER], "verbs": ["create", "update", "patch", "delete",
+                                                                "deletecollection"]},
         {"level": "Metadata"},
     ],
 }
@@ -311,6 +318,8 @@ class ControlPlane:
                                      "scheduler")
         kwok_cfg = write_kubeconfig(self.run_dir / "kwok.kubeconfig", server, ca, kwok_crt, kwok_key, "kwok")
         write_kubeconfig(self.run_dir / "podrunner.kubeconfig", server, ca, runner_crt, runner_key, PODRUNNER_USER)
+        capture_crt, capture_key = pki.issue("capture", CAPTURE_USER, orgs=["system:masters"])
+        write_kubeconfig(self.run_dir / "capture.kubeconfig", server, ca, capture_crt, capture_key, CAPTURE_USER)
         self.state.update({"kubeconfig": str(kubeconfig), "ca": str(ca)})
 
         # etcd

@@ -20,6 +20,8 @@ try:
 except ImportError:  # pragma: no cover - modules report it with missing_required_lib
     HAS_YAML = False
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
+
 _SEPARATOR = re.compile(r"^---[ \t]*(?:#.*)?$", re.M)
 
 DATAPLANES = ("Iptables", "BPF", "Nftables", "VPP")
@@ -44,8 +46,8 @@ def document_segments(text):
 
 def parse_segment(segment):
     try:
-        return yaml.safe_load(segment)
-    except yaml.YAMLError as exc:
+        return yaml_text.load(segment)
+    except yaml_text.YAMLError as exc:
         raise ManifestError("the manifest is not valid YAML: %s" % exc)
 
 
@@ -57,8 +59,8 @@ def split_documents(text):
 def load_documents(text):
     """Every non-empty document of a multi-document YAML text, as dicts."""
     try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
+        return [d for d in yaml_text.load_all(text) if d is not None]
+    except yaml_text.YAMLError as exc:
         raise ManifestError("the manifest is not valid YAML: %s" % exc)
 
 
