@@ -166,12 +166,16 @@ def render_floor(results):
     """Ours' time split into Ansible's own cost and the rest, where measured: the ansible-playbook runs and the tasks
     ours ran (waits left out as from its time), the Ansible floor they amount to at the costs measured in the same
     run (a play without tasks; one task of a collection module that does no work; one controller task), ours' time
-    above that floor (the job's own work, and whatever code here could still cut), and kubectl bulk's time. Empty
-    when no row has a floor."""
+    above that floor (the job's own work, and whatever code here could still cut); where the limit was measured, the
+    job's requests' own time (the limit's median) and what is left of ours above the floor and the requests (the
+    modules' work in Python beyond a module that does nothing: their larger code to load, the documents to parse,
+    the answers to read, arguments and results through Ansible); and kubectl bulk's time with ours' gap to it and
+    the share of that gap the floor explains. Empty when no row has a floor."""
     lines = [
         "| job | N | ours median s | playbooks / module tasks / controller tasks | start-up s, per module task s, "
-        "per controller task s | Ansible floor s | ours above the floor s | kubectl bulk median s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "per controller task s | Ansible floor s | ours above the floor s | limit median s | ours above the floor "
+        "and the limit s | kubectl bulk median s | gap to kubectl bulk s (floor's share) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rows = 0
     for job, row in sorted_rows(results):
@@ -181,14 +185,19 @@ def render_floor(results):
             continue
         profile = ((ours.get("runs") or [{}])[-1]).get("profile") or {}
         tasks = profile.get("floor_tasks") or {}
+        lim = (row.get("limit") or {}).get("median_s")
+        kub = (row.get("kubectl") or {}).get("median_s")
+        gap = ours["median_s"] - kub if kub is not None else None
         rows += 1
-        lines.append("| %s | %s | %s | %s / %s / %s | %.2f, %.3f, %.3f | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s / %s / %s | %.2f, %.3f, %.3f | %s | %s | %s | %s | %s | %s |" % (
             job, "%d %s" % (row["n"], row.get("unit", "")) if row.get("unit") else row["n"], fmt_s(ours["median_s"]),
             profile.get("playbooks", "-"), tasks.get("module", "-"), tasks.get("control", "-"),
             costs["startup_s"], costs["module_task_s"], costs["control_task_s"], fmt_s(floor),
             fmt_s(max(0.0, ours["median_s"] - floor)),
-            fmt_s((row.get("kubectl") or {}).get("median_s")) if (row.get("kubectl") or {}).get("median_s") is not None
-            else "-"))
+            fmt_s(lim) if lim is not None else "-",
+            fmt_s(max(0.0, ours["median_s"] - floor - lim)) if lim is not None else "-",
+            fmt_s(kub) if kub is not None else "-",
+            ("%s (%.0f%%)" % (fmt_s(gap), 100.0 * min(floor, gap) / gap)) if gap is not None and gap > 0 else "-"))
     return "\n".join(lines) + "\n" if rows else ""
 
 

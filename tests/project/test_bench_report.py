@@ -181,17 +181,27 @@ def test_floor_table_splits_ours_into_ansible_and_the_rest():
         "n": 3, "unit": "nodes (whole install)",
         "ours": {"median_s": 33.5, "runs_s": [33.5, 34.0, 32.0], "ansible_floor_s": 20.5, "ansible_costs": costs,
                  "runs": [{"profile": {"playbooks": 1, "floor_tasks": {"module": 28, "control": 70}}}]},
-        "kubectl": {"median_s": 5.34, "runs_s": [5.3, 5.34, 5.4]}}},
+        "kubectl": {"median_s": 5.34, "runs_s": [5.3, 5.34, 5.4]},
+        "limit": {"median_s": 0.8, "runs_s": [0.8, 0.9, 0.7]}}},
+        "upgrade": {"3": {"n": 3, "unit": "nodes (whole upgrade)",
+                          "ours": {"median_s": 10.0, "runs_s": [10.0], "ansible_floor_s": 6.0, "ansible_costs": costs,
+                                   "runs": [{"profile": {"playbooks": 1, "floor_tasks": {"module": 9, "control": 4}}}]}}},
         "preflight": {"10": {"n": 10, "ours": {"median_s": 1.0, "runs_s": [1.0]}}}}}
     table = report.render_floor(results)
     rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
-    assert len(rows) == 1 and "preflight" not in table  # rows without a floor are left out
+    assert len(rows) == 2 and "preflight" not in table  # rows without a floor are left out
     cells = [c.strip() for c in rows[0].split("|")[1:-1]]
+    assert cells[0] == "install_ebpf"
     assert cells[3] == "1 / 28 / 70"
     assert cells[4] == "2.50, 0.550, 0.050"
     assert cells[5] == "20.5"
     assert cells[6] == "13.0"  # 33.5 - 20.5
-    assert cells[7] == "5.34"
+    assert cells[7] == "0.80"  # the limit: the job's requests
+    assert cells[8] == "12.2"  # 33.5 - 20.5 - 0.8
+    assert cells[9] == "5.34"
+    assert cells[10] == "28.2 (73%)"  # 33.5 - 5.34, of which the floor 20.5
+    other = [c.strip() for c in rows[1].split("|")[1:-1]]
+    assert other[0] == "upgrade" and other[7:] == ["-", "-", "-", "-"]  # neither limit nor kubectl measured
 
 
 def test_floor_table_is_empty_without_a_floor():

@@ -7,6 +7,11 @@ For each document a server-side dry-run apply shows what the object would become
 live object, and only an object that would change is applied for real. So a re-run makes no write at all,
 check mode makes none either (dry runs persist nothing), and the diff is exact: it is the server's own
 answer. Live objects are read with one LIST per type (paginated) when several documents share a type.
+
+The dry runs go out ``workers`` at a time (they persist nothing and none depends on another), and so do the writes
+of consecutive CustomResourceDefinitions (no CRD needs another); every other write is sent in the documents' order,
+one after another (a namespace before its objects). The API server answering one request at a time was most of
+the time of a 32-CRD apply (measured 2026-11-28: 1.25 s of its 1.6 s waiting for 66 answers).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +23,7 @@ import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import Kinds
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import DEFAULT_WORKERS, in_order
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_object
 
 _VOLATILE_METADATA = ("resourceVersion", "managedFields", "generation", "creationTimestamp", "uid")
@@ -163,7 +169,8 @@ def _place(resolver, doc, namespace):
     return ns, api_path(doc["apiVersion"], rtype.plural, ns, meta["name"])
 
 
-def apply_documents(client, docs, field_manager, force=True, check_mode=False, namespace=None, wait=0):
+def apply_documents(client, docs, field_manager, force=True, check_mode=False, namespace=None, wait=0,
+                    workers=DEFAULT_WORKERS):
     """Apply ``docs``; return ``(results, changed)``. ``results`` has one entry per document:
     ``{"kind", "name", "namespace", "action": created|updated|unchanged, "before", "after"}``.
 
@@ -172,35 +179,42 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
     ``rejected`` attribute listing them). Only documents that cannot be dry-run yet are dry-run when reached:
     objects of a type a CRD of the same call creates, and objects whose dry run is refused as NotFound naming
     an object an earlier document of the same call creates (their namespace; the ClusterRole a new
-    ClusterRoleBinding grants, which RBAC's escalation check reads when the caller may not bind any role)."""
+    ClusterRoleBinding grants, which RBAC's escalation check reads when the caller may not bind any role).
+    ``workers``: how many dry runs (and writes of consecutive CRDs) are in flight at once; 1 sends each in turn. A
+    write the API server refuses stops the call (ApplyError naming the document); of a batch of CRDs, the others of
+    the batch may have been written by then - a re-run writes what is still missing."""
     resolver = TypeResolver(client)
     docs = [copy.deepcopy(d) for d in docs if d]
     for doc in docs:
         if not doc.get("apiVersion") or not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
             raise ApplyError("a document has no apiVersion, kind or metadata.name: %r" % (redact_object(doc),)[:300])
     query = {"fieldManager": field_manager, "force": "true" if force else None}
-    served = []
+    served, places = [], {}
     for doc in docs:
         try:
             resolver.resolve(doc["apiVersion"], doc["kind"], timeout=0)
         except ApplyError:
             continue
-        _place(resolver, doc, namespace)
+        places[id(doc)] = _place(resolver, doc, namespace)
         served.append(doc)
     live = _live_objects(client, resolver, served, 0) if served else {}
-    # 1. the dry run of every document that can be dry-run now; nothing is written before it has passed
+    # 1. the dry run of every document that can be dry-run now, ``workers`` at a time; nothing is written before
+    #    every one has passed
     served_ids = set(id(d) for d in served)
     plan = []  # (doc, step): step is None (dry-run when reached) or (ns, path, before, dry)
     rejected = []
     created = []  # names of the earlier documents of this call that would be created
+    outcomes = dict((id(doc), outcome) for doc, outcome in zip(served, in_order(
+        lambda doc: _dry_run(client, places[id(doc)][1], doc, query), served, workers)))
     for doc in docs:
         if id(doc) not in served_ids:
             plan.append((doc, None))
             continue
-        ns, path = _place(resolver, doc, namespace)
-        try:
-            dry = _dry_run(client, path, doc, query)
-        except ClientError as exc:
+        ns, path = places[id(doc)]
+        dry, exc = outcomes[id(doc)]
+        if exc is not None:
+            if not isinstance(exc, ClientError):
+                raise exc
             if exc.status == 404 and any('"%s"' % name in str(exc) or "'%s'" % name in str(exc) for name in created):
                 # it needs an object an earlier document of this call creates (its namespace; the ClusterRole a
                 # binding grants, which the API server must read when the caller may not bind any role):
@@ -219,10 +233,22 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
                          "written: %s" % (len(rejected), len(docs), "; ".join(
                              "%s (%s): %s" % (r["document"], r["apiVersion"], r["message"]) for r in rejected)),
                          rejected=rejected)
-    # 2. in order, write what would change
+    # 2. in order, write what would change (consecutive CRDs several at a time)
     results = []
     changed = False
+    crds = []  # consecutive CRDs to write: (index in results, doc, path)
+
+    def write_crds():
+        for (index, doc, path), (after, exc) in zip(crds, in_order(
+                lambda item: _write(client, item[2], item[1], query), crds, workers)):
+            if exc is not None:
+                raise exc
+            results[index] = dict(results[index], after=normalize(after) if after else {})
+        del crds[:]
+
     for doc, step in plan:
+        if crds and not (step is not None and doc.get("kind") == "CustomResourceDefinition"):
+            write_crds()
         if step is None:
             if check_mode:
                 # Nothing is created in check mode, so a type whose CRD (or a namespace that) an earlier
@@ -258,14 +284,22 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
         changed = True
         action = "created" if before is None else "updated"
         after = dry
-        if not check_mode:
-            try:
-                after = client.request("PATCH", path, body=doc, content_type="application/apply-patch+yaml",
-                                       query=query)
-            except ClientError as exc:
-                raise ApplyError("%s: %s" % (describe(doc), exc))
+        if not check_mode and step is not None and doc.get("kind") == "CustomResourceDefinition":
+            crds.append((len(results), doc, path))  # written with the CRDs next to it; ``after`` set then
+        elif not check_mode:
+            after = _write(client, path, doc, query)
         results.append(_result(doc, ns, action, before, after))
+    if crds:
+        write_crds()
     return results, changed
+
+
+def _write(client, path, doc, query):
+    """The server-side apply of ``doc``; its answer (the object as written)."""
+    try:
+        return client.request("PATCH", path, body=doc, content_type="application/apply-patch+yaml", query=query)
+    except ClientError as exc:
+        raise ApplyError("%s: %s" % (describe(doc), exc))
 
 
 def _result(doc, ns, action, before, after):

@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import json
 import os
+import threading
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
@@ -109,6 +110,7 @@ class Client(object):
         self.check_mode = check_mode
         self.field_manager = field_manager
         self.requests = {"read": 0, "write": 0, "dry_run": 0}
+        self._count_lock = threading.Lock()  # requests are sent from several threads (k8s/parallel.py)
         # the module's first request is its first contact with the API server (no request is made to build the
         # client): when nothing answers it, ``FirstContactFailed`` (not a ClientError: no job mistakes it for an
         # answer, e.g. a type "registered but unreadable") carries the cause to the module, which names its subject
@@ -139,7 +141,8 @@ class Client(object):
             query = dict(query or {}, dryRun="All")
         elif mutating and self.check_mode:
             raise ReadOnlyViolation("%s: check mode: refusing %s %s" % (what or describe_path(path), method, path))
-        self.requests["dry_run" if dry_run else ("write" if mutating else "read")] += 1
+        with self._count_lock:
+            self.requests["dry_run" if dry_run else ("write" if mutating else "read")] += 1
         headers = {"Accept": accept or "application/json"}
         query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
         error = None

@@ -2,6 +2,7 @@
 tests/integration/test_install_ebpf.py)."""
 
 import copy
+import threading
 import time
 
 import pytest
@@ -218,7 +219,102 @@ def test_without_a_rejection_the_dry_runs_come_first_then_the_writes_in_order():
     docs = [dict(CM, metadata={"name": n, "namespace": "app"}) for n in "ab"]
     ap.apply_documents(client, docs, "calico-ops")
     patches = [(c[1].rsplit("/", 1)[1], c[2]) for c in client.calls if c[0] == "PATCH"]
-    assert patches == [("a", True), ("b", True), ("a", False), ("b", False)]
+    assert sorted(patches[:2]) == [("a", True), ("b", True)]  # the dry runs go out together, in any order
+    assert patches[2:] == [("a", False), ("b", False)]
+
+
+CRD_API = "apiextensions.k8s.io/v1"
+
+
+def _crd_doc(name):
+    return {"apiVersion": CRD_API, "kind": "CustomResourceDefinition", "metadata": {"name": name},
+            "spec": {"group": "example.org"}}
+
+
+class InFlightClient(StubClient):
+    """Also serves CRDs; each PATCH takes a moment and the client notes how many were in flight at once, dry runs
+    and writes apart, and when each write started and ended; ``refuse``: names whose write is refused (422)."""
+
+    def __init__(self, objects=None, refuse=()):
+        super().__init__(objects)
+        self.lock = threading.Lock()
+        self.in_flight = {True: 0, False: 0}
+        self.most = {True: 0, False: 0}
+        self.spans = {}
+        self.refuse = set(refuse)
+
+    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False):
+        if path == "/apis/" + CRD_API:
+            return {"resources": [{"name": "customresourcedefinitions", "kind": "CustomResourceDefinition",
+                                   "namespaced": False, "verbs": ["list"]}]}
+        if method != "PATCH":
+            return super().request(method, path, body, query, content_type, dry_run)
+        dry = bool(dry_run)
+        with self.lock:
+            self.in_flight[dry] += 1
+            self.most[dry] = max(self.most[dry], self.in_flight[dry])
+            start = time.monotonic()
+        try:
+            time.sleep(0.05)
+            if not dry and body["metadata"]["name"] in self.refuse:
+                raise ClientError("PATCH %s: 422 Unprocessable Entity: refused" % path, status=422)
+            self.calls.append((method, path, dry))
+            ns = body["metadata"].get("namespace")
+            key = (body["apiVersion"], body["kind"], ns, body["metadata"]["name"])
+            merged = dict(copy.deepcopy(body), metadata=dict(body["metadata"], resourceVersion="1"))
+            if ns and ("v1", "Namespace", None, ns) not in self.objects:
+                raise ClientError("namespaces %r not found" % ns, status=404)
+            if not dry:
+                self.objects[key] = merged
+            return merged
+        finally:
+            with self.lock:
+                self.in_flight[dry] -= 1
+                if not dry:
+                    self.spans[body["metadata"]["name"]] = (start, time.monotonic())
+
+    def list(self, api_version, plural, namespace=None):
+        if plural == "customresourcedefinitions":
+            self.calls.append(("LIST", plural, False))
+            return [copy.deepcopy(o) for k, o in self.objects.items() if k[1] == "CustomResourceDefinition"]
+        return super().list(api_version, plural, namespace)
+
+
+def test_dry_runs_go_out_together_and_one_worker_sends_them_one_at_a_time():
+    docs = [dict(CM, metadata={"name": n, "namespace": "app"}) for n in "abcd"]
+    client = InFlightClient({("v1", "Namespace", None, "app"): dict(NS)})
+    ap.apply_documents(client, docs, "calico-ops", workers=4)
+    assert client.most[True] == 4
+    assert client.most[False] == 1  # ConfigMaps are written one after another, in order
+    assert [c[1].rsplit("/", 1)[1] for c in client.calls if c[0] == "PATCH" and not c[2]] == list("abcd")
+    client = InFlightClient({("v1", "Namespace", None, "app"): dict(NS)})
+    ap.apply_documents(client, docs, "calico-ops", workers=1)
+    assert client.most == {True: 1, False: 1}
+
+
+def test_consecutive_crds_are_written_together_and_before_the_document_after_them():
+    docs = [_crd_doc("a.example.org"), _crd_doc("b.example.org"), _crd_doc("c.example.org"),
+            dict(CM, metadata={"name": "x", "namespace": "app"})]
+    client = InFlightClient({("v1", "Namespace", None, "app"): dict(NS)})
+    results, changed = ap.apply_documents(client, docs, "calico-ops", workers=8)
+    assert changed and client.most[False] == 3
+    assert [(r["name"], r["action"]) for r in results] == [
+        ("a.example.org", "created"), ("b.example.org", "created"), ("c.example.org", "created"), ("x", "created")]
+    assert all(r["after"]["spec"] == {"group": "example.org"} for r in results[:3])  # the write's answer
+    crds_done = max(client.spans[n][1] for n in ("a.example.org", "b.example.org", "c.example.org"))
+    assert client.spans["x"][0] >= crds_done
+    client2 = InFlightClient(dict(client.objects))
+    assert ap.apply_documents(client2, docs, "calico-ops")[1] is False  # a re-run writes nothing
+    assert writes(client2) == []
+
+
+def test_a_refused_crd_write_names_the_crd_and_stops_before_the_documents_after_the_batch():
+    docs = [_crd_doc("a.example.org"), _crd_doc("b.example.org"),
+            dict(CM, metadata={"name": "x", "namespace": "app"})]
+    client = InFlightClient({("v1", "Namespace", None, "app"): dict(NS)}, refuse={"b.example.org"})
+    with pytest.raises(ap.ApplyError, match="CustomResourceDefinition b.example.org: PATCH .*422"):
+        ap.apply_documents(client, docs, "calico-ops")
+    assert "x" not in client.spans  # the ConfigMap after the batch was not written
 
 
 class NeedsEarlierClient(StubClient):
