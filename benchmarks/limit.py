@@ -16,6 +16,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlencode, urlsplit
 
+from localcp.audit import WRITE_VERBS
+
 SWEEP = (1, 2, 4, 8, 16, 32)
 USER_AGENT = "calico-ops-bench-limit"
 
@@ -149,29 +151,26 @@ def at_best(state, rep, cycle):
 
 VERB_METHODS = {"get": "GET", "list": "GET", "create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE",
                 "deletecollection": "DELETE"}
-WRITES = ("create", "update", "patch", "delete", "deletecollection")
 CRD_GROUP = "apiextensions.k8s.io"
 
 
-def _stamp(text):
-    """An audit timestamp (RFC 3339, UTC, microseconds) as epoch seconds."""
+def epoch(text):
+    """An ISO 8601 UTC timestamp (the audit log's, the JSON callback's; microseconds at most) as epoch seconds."""
     from datetime import datetime, timezone
-    return datetime.strptime(text.rstrip("Z")[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.fromisoformat(text.rstrip("Z")[:26]).replace(tzinfo=timezone.utc).timestamp()
 
 
-def _patch_type(ev):
+def _patch_type(ev, merge_type):
     """The content type of a captured PATCH (the audit log keeps the body, not its type): a list is a JSON patch, an
-    object with apiVersion and kind a server-side apply, anything else a merge patch - strategic for the built-in
-    groups, JSON merge for the others (the rule of the collection's merge_patch, ``auto``)."""
+    object with apiVersion and kind a server-side apply, anything else a merge patch of the type
+    ``merge_type(api_version)`` gives (the collection's merge_patch rule for ``auto``, passed by run.py)."""
     body = ev.get("requestObject")
     if isinstance(body, list):
         return "application/json-patch+json"
     if isinstance(body, dict) and body.get("apiVersion") and body.get("kind"):
         return "application/apply-patch+yaml"
-    group = (ev.get("objectRef") or {}).get("apiGroup") or ""
-    if not group or "." not in group or group.endswith(".k8s.io"):
-        return "application/strategic-merge-patch+json"
-    return "application/merge-patch+json"
+    ref = ev.get("objectRef") or {}
+    return merge_type("/".join(x for x in (ref.get("apiGroup"), ref.get("apiVersion")) if x))
 
 
 def _without_preconditions(verb, body):
@@ -191,7 +190,7 @@ def _without_preconditions(verb, body):
     return body, False
 
 
-def captured_stream(events, skip_windows=()):
+def captured_stream(events, merge_type, skip_windows=()):
     """ours' requests of a capture run (audit events of the capture user, in the order they were received) as a
     replay stream: dicts of ``method``, ``path`` (ours' path and query), ``body``, ``content_type``, ``write`` (a
     persisted write; dry runs are not), ``resource``/``group``/``namespace``/``name``, ``code`` (ours' answer).
@@ -203,7 +202,7 @@ def captured_stream(events, skip_windows=()):
         verb, uri = ev.get("verb"), ev.get("requestURI") or ""
         if verb not in VERB_METHODS:
             continue
-        at = _stamp(ev["requestReceivedTimestamp"])
+        at = epoch(ev["requestReceivedTimestamp"])
         if any(start <= at <= end for start, end in skip_windows):
             continue
         if verb == "list" and "continue=" in uri:
@@ -216,8 +215,8 @@ def captured_stream(events, skip_windows=()):
         body, changed = _without_preconditions(verb, body)
         rewritten += changed
         stream.append({"method": VERB_METHODS[verb], "path": uri, "body": body,
-                       "content_type": _patch_type(ev) if verb == "patch" else "application/json",
-                       "write": verb in WRITES and "dryRun=" not in uri, "verb": verb,
+                       "content_type": _patch_type(ev, merge_type) if verb == "patch" else "application/json",
+                       "write": verb in WRITE_VERBS and "dryRun=" not in uri, "verb": verb,
                        "resource": ref.get("resource"), "group": ref.get("apiGroup") or "",
                        "namespace": ref.get("namespace"), "name": ref.get("name"),
                        "code": (ev.get("responseStatus") or {}).get("code") or 0})

@@ -99,7 +99,7 @@ def _task_seconds(task):
     d = task.get("task", {}).get("duration") or {}
     if not (d.get("start") and d.get("end")):
         return 0.0
-    return (datetime.fromisoformat(d["end"].rstrip("Z")) - datetime.fromisoformat(d["start"].rstrip("Z"))).total_seconds()
+    return limit.epoch(d["end"]) - limit.epoch(d["start"])
 
 
 def task_result(data, prefix):
@@ -269,6 +269,19 @@ def timed_play(cluster, ansible, play, extra, exclude_agent=None, what="play", t
     return out
 
 
+def measured(cluster, mark, wall, waits, check):
+    """The measure of a contender run outside Ansible (kubectl bulk, the replayed limit): its time without its waits,
+    its requests since ``mark`` from the audit log (user admin), the distinct objects it wrote; ``check()`` (the end
+    state) after it."""
+    reads, writes, dry = split(cluster.audit.events_since(mark))
+    check()
+    return {"wall_s": round(wall - waits, 3), "wall_with_waits_s": round(wall, 3), "wait_tasks_s": round(waits, 2),
+            "reads": reads, "writes": len(writes), "dry_run_writes": dry,
+            "writes_by_resource": dict(collections.Counter((w.get("objectRef") or {}).get("resource")
+                                                           for w in writes)),
+            "changed": written_objects({"_writes": writes}), "_writes": writes}
+
+
 def public(m):
     return dict((k, v) for k, v in m.items() if not k.startswith("_"))
 
@@ -352,11 +365,6 @@ class LimitContender(object):
         return limit.at_best(self.__dict__.setdefault("_limit_state", {}), rep, self._limit_cycle)
 
 
-def _iso_epoch(text):
-    """A JSON callback timestamp (ISO 8601, UTC) as epoch seconds."""
-    return datetime.fromisoformat(text.rstrip("Z")).replace(tzinfo=timezone.utc).timestamp()
-
-
 def wait_windows(data, pattern=r"\bwait"):
     """(start, end) epoch seconds of ours' waiting, from the JSON callback's task durations: the whole of a task that
     is a wait (``is_wait``), the last ``waited_s`` of a task that applies and then waits."""
@@ -367,7 +375,7 @@ def wait_windows(data, pattern=r"\bwait"):
             if not (d.get("start") and d.get("end")) or not re.search(pattern, t.get("task", {}).get("name", ""),
                                                                        re.I):
                 continue
-            start, end = _iso_epoch(d["start"]), _iso_epoch(d["end"])
+            start, end = limit.epoch(d["start"]), limit.epoch(d["end"])
             waited = _waited(t)
             out.append((start if waited is None else max(start, end - waited), end))
     return out
@@ -390,7 +398,10 @@ class CapturedLimit(object):
             mark = self.cluster.audit.mark()
             res = self._capture_run({"KUBECONFIG": str(capture), "K8S_AUTH_KUBECONFIG": str(capture)})
             events = self.cluster.audit.events_since(mark, users=(CAPTURE_USER,))
-            state["stream"], state["rewritten"] = limit.captured_stream(events, wait_windows(res.data))
+            merge = collection_module("k8s.merge_patch")
+            state["stream"], state["rewritten"] = limit.captured_stream(
+                events, lambda api_version: merge.CONTENT_TYPES[merge.default_patch_type(api_version)],
+                wait_windows(res.data))
             log("%s: captured %d requests of ours (%d writes), %d rewritten for the replay" % (
                 type(self).__name__, len(state["stream"]), sum(1 for r in state["stream"] if r["write"]),
                 state["rewritten"]))
@@ -404,13 +415,7 @@ class CapturedLimit(object):
         client = limit.BareClient(self.cluster.cp)
         mark = self.cluster.audit.mark()
         wall, waited, reads_unlike = limit.replay(client, stream, concurrency)
-        reads, writes, dry = split(self.cluster.audit.events_since(mark))
-        check()
-        return {"wall_s": round(wall - waited, 3), "wall_with_waits_s": round(wall, 3),
-                "wait_tasks_s": round(waited, 2), "reads_unlike_ours": reads_unlike, "reads": reads, "writes": len(writes), "dry_run_writes": dry,
-                "writes_by_resource": dict(collections.Counter((w.get("objectRef") or {}).get("resource")
-                                                               for w in writes)),
-                "changed": written_objects({"_writes": writes}), "_writes": writes}
+        return dict(measured(self.cluster, mark, wall, waited, check), reads_unlike_ours=reads_unlike)
 
 
 PREFLIGHT_NAIVE = """
@@ -947,13 +952,7 @@ class InstallEbpf(CapturedLimit, Job):
         out = run_script(self.cluster, HERE / "kubectl_bulk" / script, *args)
         wall = time.monotonic() - start
         waits = sum(float(line.split()[1]) for line in out.splitlines() if line.startswith("wait_s "))
-        reads, writes, dry = split(self.cluster.audit.events_since(mark))
-        check()
-        return {"wall_s": round(wall - waits, 3), "wall_with_waits_s": round(wall, 3), "wait_tasks_s": round(waits, 2),
-                "reads": reads, "writes": len(writes), "dry_run_writes": dry,
-                "writes_by_resource": dict(collections.Counter((w.get("objectRef") or {}).get("resource")
-                                                               for w in writes)),
-                "changed": written_objects({"_writes": writes}), "_writes": writes}
+        return measured(self.cluster, mark, wall, waits, check)
 
     def kubectl(self, rep):
         """Calico's documented install scripted with kubectl (benchmarks/kubectl_bulk/install_ebpf.sh)."""

@@ -25,9 +25,16 @@ def _load_run():
     return _load("bench_run", BENCH / "run.py")
 
 
+def _merge_type(api_version):
+    """The collection's own rule (merge_patch ``auto``), as run.py passes it."""
+    merge = _load_run().collection_module("k8s.merge_patch")
+    return merge.CONTENT_TYPES[merge.default_patch_type(api_version)]
+
+
 def _ev(verb, uri, at, resource=None, name=None, namespace=None, group="", body=None, code=200):
     ev = {"verb": verb, "requestURI": uri, "requestReceivedTimestamp": "2026-11-28T02:00:%09.6fZ" % at,
-          "objectRef": {"resource": resource, "name": name, "namespace": namespace, "apiGroup": group},
+          "objectRef": {"resource": resource, "name": name, "namespace": namespace, "apiGroup": group,
+                        "apiVersion": "v1"},  # as the audit log has it: the group apart from the version
           "responseStatus": {"code": code}}
     if body is not None:
         ev["requestObject"] = body
@@ -35,7 +42,7 @@ def _ev(verb, uri, at, resource=None, name=None, namespace=None, group="", body=
 
 
 def _epoch(at):
-    return limit._stamp("2026-11-28T02:00:%09.6fZ" % at)
+    return limit.epoch("2026-11-28T02:00:%09.6fZ" % at)
 
 
 def test_capture_keeps_ours_order_path_and_bodies_and_infers_each_patch_type():
@@ -54,7 +61,7 @@ def test_capture_keeps_ours_order_path_and_bodies_and_infers_each_patch_type():
             body=apply),
         _ev("watch", "/api/v1/pods?watch=true", 2.5, "pods"),
     ]
-    stream, rewritten = limit.captured_stream(events)
+    stream, rewritten = limit.captured_stream(events, _merge_type)
     assert rewritten == 0
     assert [(r["method"], r["path"].split("?")[0].rsplit("/", 1)[-1], r["write"]) for r in stream] == [
         ("GET", "a", False), ("PATCH", "a", False), ("PATCH", "a", True), ("PATCH", "kube-proxy", True),
@@ -79,7 +86,7 @@ def test_capture_leaves_out_waits_and_later_pages_and_drops_preconditions_counti
         _ev("delete", "/api/v1/namespaces/kube-system/configmaps/rec", 10.0, "configmaps", "rec", "kube-system",
             body={"kind": "DeleteOptions", "preconditions": {"uid": "u-1"}}),
     ]
-    stream, rewritten = limit.captured_stream(events, skip_windows=[(_epoch(4.0), _epoch(6.0))])
+    stream, rewritten = limit.captured_stream(events, _merge_type, skip_windows=[(_epoch(4.0), _epoch(6.0))])
     assert [r["path"] for r in stream] == [
         "/api/v1/pods?limit=500", "/api/v1/namespaces/kube-system/configmaps/rec",
         "/api/v1/namespaces/kube-system/configmaps/rec?fieldManager=x", "/api/v1/namespaces/kube-system/configmaps/rec"]
@@ -92,7 +99,7 @@ def test_capture_leaves_out_waits_and_later_pages_and_drops_preconditions_counti
 def test_a_captured_write_without_its_body_cannot_be_replayed():
     events = [_ev("create", "/api/v1/namespaces/ns/secrets", 1.0, "secrets", "s", "ns")]
     with pytest.raises(RuntimeError, match="no body"):
-        limit.captured_stream(events)
+        limit.captured_stream(events, _merge_type)
 
 
 def _req(verb, resource, name, namespace=None, group="", write=None):
