@@ -3,7 +3,9 @@
 # ~/.cache/calico_ops (built once from Go modules), nothing by hand.
 
 SHELL := /bin/bash
-PYTHON ?= python3
+# The controller's Python for .venv: the newest of 3.14, 3.13, 3.12 that runs here (PATH, then pyenv's versions):
+# ansible-core 2.20 and 2.21 need 3.12 or later on the controller. `make PYTHON=/path/to/python3.12 venv` overrides.
+PYTHON ?= $(shell tests/tools/find-python.sh 3.14 3.13 3.12)
 VENV := $(CURDIR)/.venv
 BIN := $(VENV)/bin
 COLLECTIONS := $(CURDIR)/.build/collections
@@ -32,20 +34,26 @@ $(VENV)/.zipimport-cache: tests/tools/zipimport_cache.py $(VENV)/.installed
 	@touch $@
 
 $(VENV)/.installed: requirements-dev.txt
-	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python >= 3.11 is needed)"; exit 1; }
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
-		{ echo "error: Python >= 3.11 is needed for ansible 12 (found $$($(PYTHON) --version))"; exit 1; }
-	@echo "==> creating $(VENV) and installing the pinned Python tooling (requirements-dev.txt)"
+	@[ -n "$(PYTHON)" ] && command -v $(PYTHON) >/dev/null || \
+		{ echo "error: no Python 3.12 to 3.14 found (ansible-core 2.21 needs one on the controller)"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' || \
+		{ echo "error: Python >= 3.12 is needed for ansible 14 / ansible-core 2.21 (found $$($(PYTHON) --version))"; exit 1; }
+	@echo "==> creating $(VENV) on $$($(PYTHON) --version) and installing the pinned Python tooling (requirements-dev.txt)"
+	@rm -rf $(VENV)
 	@$(PYTHON) -m venv $(VENV) || { echo "error: python venv failed (Debian: apt-get install python3-venv)"; exit 1; }
 	@$(BIN)/pip install --quiet --upgrade pip
 	@$(BIN)/pip install --quiet -r requirements-dev.txt
 	@touch $@
 
-collection: $(COLLECTION_LINK)
+collection: $(COLLECTION_LINK) $(COLLECTIONS)/ansible_collections/awx/awx/MANIFEST.json
 
 $(COLLECTION_LINK):
 	@mkdir -p $(dir $@)
 	@ln -sfn $(CURDIR) $@
+
+# awx.awx (requirements-awx.yml) for ansible-lint, galaxy-importer and the AWX job tests: Ansible 14 no longer carries it
+$(COLLECTIONS)/ansible_collections/awx/awx/MANIFEST.json: tests/tools/awx-collection.sh $(VENV)/.installed
+	@bash tests/tools/awx-collection.sh $(BIN)/pip $(COLLECTIONS)
 
 binaries: venv
 	@echo "==> building (or finding) the local control plane's binaries in $${CALICO_OPS_CACHE:-~/.cache/calico_ops}"
@@ -63,7 +71,7 @@ cluster-env: venv
 demo: venv collection binaries
 	@bash tests/demo.sh
 
-# make test uses of the matrix only the venv of its reduced set (units on ansible-core 2.16); make matrix builds all
+# make test runs of the matrix the oldest core's venv (sanity and units on ansible-core 2.16; .venv is the newest)
 test: venv collection binaries .build/venv-core-2.16/.installed importer-venv
 	@bash tests/run-checks.sh
 
@@ -100,13 +108,22 @@ build: venv
 clean:
 	rm -rf .build tests/output
 
-# ---- issue 20: the ansible-core matrix, ansible-test units, galaxy-importer (each extra tool in a venv of its own
-# under .build, so its pins never meet those of .venv) ---------------------------------------------------------------
-# The other ansible-core releases requires_ansible names (meta/runtime.yml); .venv holds the pinned 2.19.
-MATRIX_CORES := 2.16 2.17 2.18
+# ---- the ansible-core matrix (issues 20 and 35), ansible-test units, galaxy-importer: each extra tool in a venv of its
+# own under .build, so its pins never meet those of .venv ------------------------------------------------------------
+# The releases requires_ansible names (meta/runtime.yml) other than .venv's 2.21, each on the newest Python here that
+# the core supports on the controller (ansible-core's support matrix): 2.16 and 2.17 run on 3.10-3.12, 2.18 and 2.19
+# on 3.11-3.13, 2.20 (like 2.21) on 3.12-3.14.
+MATRIX_CORES := 2.16 2.17 2.18 2.19 2.20
 CORE_2.16 := 2.16.19
 CORE_2.17 := 2.17.14
 CORE_2.18 := 2.18.19
+CORE_2.19 := 2.19.14
+CORE_2.20 := 2.20.10
+PYTHONS_2.16 := 3.12 3.11 3.10
+PYTHONS_2.17 := 3.12 3.11 3.10
+PYTHONS_2.18 := 3.13 3.12 3.11
+PYTHONS_2.19 := 3.13 3.12 3.11
+PYTHONS_2.20 := 3.14 3.13 3.12
 MATRIX_VENVS := $(foreach c,$(MATRIX_CORES),.build/venv-core-$(c)/.installed)
 IMPORTER_VENV := .build/venv-importer
 
@@ -114,15 +131,18 @@ IMPORTER_VENV := .build/venv-importer
 
 matrix-venvs: $(MATRIX_VENVS)
 
-.build/venv-core-%/.installed:
-	@echo "==> creating .build/venv-core-$* with ansible-core $(CORE_$*) (ansible-test sanity and units of the matrix)"
-	@rm -rf .build/venv-core-$* && $(PYTHON) -m venv .build/venv-core-$*
+# ansible-core plus what the collection's modules import (the integration pass on the oldest core runs its
+# ansible-playbook: tests/integration/conftest.py, CALICO_OPS_ANSIBLE_VENV)
+.build/venv-core-%/.installed: tests/tools/find-python.sh
+	@py=$$(tests/tools/find-python.sh $(PYTHONS_$*)) || exit 1; \
+		echo "==> creating .build/venv-core-$* with ansible-core $(CORE_$*) on $$($$py --version) (ansible-test sanity and units of the matrix)"; \
+		rm -rf .build/venv-core-$* && $$py -m venv .build/venv-core-$*
 	@.build/venv-core-$*/bin/pip install --quiet --upgrade pip
-	@.build/venv-core-$*/bin/pip install --quiet ansible-core==$(CORE_$*)
+	@.build/venv-core-$*/bin/pip install --quiet ansible-core==$(CORE_$*) kubernetes PyYAML jmespath
 	@touch $@
 
-# ansible-test sanity and units on ansible-core 2.16, 2.17 and 2.18, about 15 minutes here (make test: 2.19 in full,
-# and of the others only the reduced set of the README: units on 2.16)
+# ansible-test sanity and units on every core of requires_ansible: 2.16 to 2.20 from their venvs, 2.21 from .venv
+# (make test: 2.21 and 2.16 only)
 matrix: venv collection matrix-venvs
 	@bash tests/run-checks.sh matrix
 

@@ -16,9 +16,13 @@ steps=("$@")
 # keeps both CPUs busy - vmstat idle ~6% - so nothing is gained, and galaxy-importer's own 180 s limit on its
 # ansible-lint call was hit under that load); then the integration pool; then reliability beside Molecule.
 # `bash tests/run-checks.sh static` runs the static ones as one step.
-# `units` (ansible-test units on the pinned ansible-core) is not in the default list: it runs the same tests/unit on
-# the same ansible-core as `unit` does; ansible-test's way of running them is checked by matrix_reduced (2.16).
-[ ${#steps[@]} -gt 0 ] || steps=(lint changelog sanity unit importer matrix_reduced integration reliability+molecule)
+# Of the ansible-core matrix (tests/README, README "Supported ansible-core"), make test runs the newest and the
+# oldest core: `sanity` and `units` (ansible-test units) on .venv's 2.21, `matrix_reduced` sanity and units on 2.16.
+# `unit` (pytest tests/unit in .venv) runs the same tests as `units` on the same core, so only `make unit` runs it;
+# `project` is pytest tests/project (the playbooks, EE files, inventories and tools of the repository).
+# `oldest_core` is the integration pass of the main jobs with the oldest core's ansible-playbook (issue 35).
+[ ${#steps[@]} -gt 0 ] || steps=(lint changelog sanity units project importer matrix_reduced integration oldest_core
+  reliability+molecule)
 
 passed=0; failed=0; failed_names=()
 started_cp=""
@@ -51,7 +55,7 @@ step_lint() {
 # failed, after running all of them
 step_static() {
   local s rc=0 start results=()
-  for s in lint changelog sanity unit units importer matrix_reduced; do
+  for s in lint changelog sanity units project importer matrix_reduced; do
     echo "---------- $s"
     start=$(date +%s)
     if "step_$s"; then results+=("$s: ok ($(( $(date +%s) - start ))s)")
@@ -93,7 +97,7 @@ ansible_test_in_copy() {
   "$venv/bin/python" tests/tools/ansible_test_pip_bootstrap.py || return 1
   echo "ansible-core $("$venv/bin/python" -c 'import ansible; print(ansible.__version__)'): ansible-test $cmd"
   (cd "$top/ansible_collections/calico_ops/lifecycle" && \
-   "$venv/bin/ansible-test" "$cmd" --venv --python "$("$BIN/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+   "$venv/bin/ansible-test" "$cmd" --venv --python "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
      --color no "$@" 2>&1)
 }
 
@@ -102,10 +106,14 @@ step_sanity() {
 }
 
 step_unit() {
-  # tests/unit: the collection's unit tests (also run by ansible-test: step units); tests/project: the playbooks,
-  # EE files, inventories and tools of the repository. Two runs: a project test that loads ansible-core's
-  # collection finder in the process would change how tests/unit's imports of the collection resolve.
-  pytest tests/unit -q && pytest tests/project -q
+  # tests/unit: the collection's unit tests with pytest in .venv (make test runs them with ansible-test: step units),
+  # then tests/project. Two runs: a project test that loads ansible-core's collection finder in the process would
+  # change how tests/unit's imports of the collection resolve.
+  pytest tests/unit -q && step_project
+}
+
+step_project() {
+  pytest tests/project -q
 }
 
 step_integration() {
@@ -130,6 +138,26 @@ step_integration() {
   # the others idle; the order of tests/integration/conftest.py (longest first) is kept instead
   env -u LOCALCP_RUN_DIR pytest tests/integration tests/reliability/test_faults.py -q -m integration -n "$workers" \
     --dist loadgroup --no-loadscope-reorder --durations=40
+}
+
+# The main jobs (preflight, install_ebpf, upgrade of each install method, owner_references) once more with the oldest
+# ansible-core of requires_ansible running the playbooks and the modules (tests/localcp/fixtures.py ansible_venv):
+# the floor proven against the control plane, not only by sanity and units. Two workers, a control plane each.
+OLDEST_CORE_TESTS=(
+  "tests/integration/test_preflight.py::test_role_reports_writes_nothing_and_fails_listing_every_failure"
+  "tests/integration/test_preflight.py::test_all_good_ubuntu_2204_node"
+  "tests/integration/test_install_ebpf.py::test_install_ebpf_configmap_path_with_the_real_operator"
+  "tests/integration/test_upgrade.py::test_operator_upgrade"
+  "tests/integration/test_upgrade.py::test_helm_upgrade"
+  "tests/integration/test_upgrade.py::test_manifest_upgrade"
+  "tests/integration/test_owner_references.py::test_detach_survive_the_new_uids_then_attach"
+)
+step_oldest_core() {
+  local venv=$ROOT/.build/venv-core-2.16
+  [ -x "$venv/bin/ansible-playbook" ] || { echo "error: $venv missing (make .build/venv-core-2.16/.installed)"; return 1; }
+  echo "ansible-playbook of $("$venv/bin/ansible" --version | head -1) on $("$venv/bin/python" --version)"
+  env -u LOCALCP_RUN_DIR CALICO_OPS_ANSIBLE_VENV="$venv" pytest "${OLDEST_CORE_TESTS[@]}" -q -m integration -n 2 \
+    --dist loadgroup --no-loadscope-reorder
 }
 
 step_reliability() {
@@ -180,15 +208,17 @@ step_units() {
   ansible_test_in_copy "$ROOT/.venv" units core-pinned
 }
 
-# The other ansible-core releases of requires_ansible, each from its venv under .build (make matrix-venvs):
+# The ansible-core releases of requires_ansible, each from its venv under .build (make matrix-venvs), 2.21 from .venv:
 # CALICO_OPS_MATRIX, a list of <core>:<command>, default every core with sanity and units (make matrix);
-# make test runs the reduced set named in the README.
-MATRIX_FULL="2.16:sanity 2.16:units 2.17:sanity 2.17:units 2.18:sanity 2.18:units"
+# make test runs the reduced set named in the README (the oldest here, the newest in steps sanity and units).
+MATRIX_FULL="2.16:sanity 2.16:units 2.17:sanity 2.17:units 2.18:sanity 2.18:units 2.19:sanity 2.19:units
+2.20:sanity 2.20:units 2.21:sanity 2.21:units"
 step_matrix() {
   local item core cmd failed_items=() results=()
   for item in ${CALICO_OPS_MATRIX:-$MATRIX_FULL}; do
     core=${item%%:*}; cmd=${item#*:}
     local venv=$ROOT/.build/venv-core-$core t0
+    [ "$core" = "$("$BIN/python" -c 'import ansible; print(ansible.__version__.rsplit(".", 1)[0])')" ] && venv=$ROOT/.venv
     [ -x "$venv/bin/ansible-test" ] || { echo "error: $venv missing (make matrix-venvs)"; return 1; }
     echo "---------- ansible-core $core: $cmd"
     t0=$(date +%s)
@@ -202,10 +232,10 @@ step_matrix() {
   [ ${#failed_items[@]} -eq 0 ]
 }
 
-# what make test runs of the matrix (the whole of it takes about 15 minutes here, beyond CI's budget): the unit
-# tests on the oldest ansible-core of requires_ansible
+# what make test runs of the matrix beyond .venv's core (the whole of it takes about half an hour here): sanity and
+# the unit tests on the oldest ansible-core of requires_ansible
 step_matrix_reduced() {
-  CALICO_OPS_MATRIX=${CALICO_OPS_MATRIX:-2.16:units} step_matrix
+  CALICO_OPS_MATRIX=${CALICO_OPS_MATRIX:-2.16:sanity 2.16:units} step_matrix
 }
 
 step_importer() {
@@ -213,7 +243,7 @@ step_importer() {
   # production profile, the changelog, role READMEs, metadata) on the tarball of `make build`, from its own venv.
   # Its ansible-doc and ansible-lint see only the collection; kubernetes.core (the dependency of galaxy.yml: the
   # modules' shared doc fragment) and awx.awx (the optional one of requirements-awx.yml: the modules of
-  # playbooks/awx/configure.yml) are put on its Python path, where ansible-core finds collections. Fails on any
+  # playbooks/awx/configure.yml; `make collection` puts it under .build/collections) are put on its Python path, where ansible-core finds collections. Fails on any
   # ERROR or WARNING line of its log.
   local venv=$ROOT/.build/venv-importer work=$ROOT/.build/importer tarball
   [ -x "$venv/bin/python" ] || { echo "error: $venv missing (make importer-venv)"; return 1; }
@@ -223,7 +253,7 @@ step_importer() {
   local site
   site=$("$BIN/python" -c 'import ansible_collections.kubernetes.core as k, os; print(os.path.dirname(os.path.dirname(k.__path__[0])))')
   cp -a "$site/kubernetes" "$work/deps/ansible_collections/kubernetes"
-  cp -a "$site/awx" "$work/deps/ansible_collections/awx"
+  cp -a "$ROOT/.build/collections/ansible_collections/awx" "$work/deps/ansible_collections/awx"
   (cd "$work" && env -u ANSIBLE_COLLECTIONS_PATH HOME="$work/home" PATH="$venv/bin:/usr/bin:/bin" PYTHONPATH="$work/deps" \
      GALAXY_IMPORTER_TMP_ROOT_DIR="$work/tmp" GALAXY_IMPORTER_ANSIBLE_LOCAL_TMP="$work/tmp/ansible" \
      "$venv/bin/python" -m galaxy_importer.main "$tarball" > "$work/importer.log" 2>&1)

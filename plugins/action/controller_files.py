@@ -18,7 +18,6 @@ __metaclass__ = type
 import os
 
 from ansible.module_utils.common.text.converters import to_bytes, to_text
-from ansible.module_utils.six import string_types
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.artifact import write_file
@@ -57,16 +56,16 @@ def problems(args):
         extra = sorted(set(entry) - set(_FILE_KEYS))
         if extra:
             out.append("%s: unknown key(s) %s; allowed: %s" % (where, ", ".join(extra), ", ".join(_FILE_KEYS)))
-        if not isinstance(entry.get("path"), string_types) or not entry.get("path"):
+        if not isinstance(entry.get("path"), str) or not entry.get("path"):
             out.append("%s.path: required, a file path on the controller" % where)
-        if not isinstance(entry.get("content"), string_types):
+        if not isinstance(entry.get("content"), str):
             out.append("%s.content: required, the file's text" % where)
         if "mode" in entry:
             out.extend(p for p in [_mode(entry["mode"], where + ".mode")[1]] if p)
     if "directory_mode" in args:
         out.extend(p for p in [_mode(args["directory_mode"], "directory_mode")[1]] if p)
     paths = [os.path.abspath(os.path.expanduser(e["path"])) for e in files
-             if isinstance(e, dict) and isinstance(e.get("path"), string_types) and e.get("path")]
+             if isinstance(e, dict) and isinstance(e.get("path"), str) and e.get("path")]
     twice = sorted(set(p for p in paths if paths.count(p) > 1))
     if twice:
         out.append("files: %s given more than once" % ", ".join(twice))

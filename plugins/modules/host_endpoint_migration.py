@@ -56,6 +56,12 @@ options:
       - Where Calico keeps its resources. V(kubernetes) reads and writes them through the Kubernetes API.
         V(etcd) runs O(calicoctl_path) for HostEndpoints and KubeControllersConfiguration; Nodes and the record
         stay in the Kubernetes API either way.
+      - With V(etcd), every calicoctl command runs with C(DATASTORE_TYPE=etcdv3) in its environment, and before its
+        first read the module proves that calicoctl reaches etcd - its configuration (O(calicoctl_config), else
+        C(/etc/calico/calicoctl.cfg) when it exists, else C(ETCD_ENDPOINTS) in the environment) is of the etcd
+        datastore with an endpoint, and the ClusterInformation calicoctl reads is not the Kubernetes API's. A
+        calicoctl without etcd settings would otherwise fall back to the Kubernetes datastore. Any mismatch fails
+        the module, naming the option to fix, before anything is written.
     type: str
     default: kubernetes
     choices: [kubernetes, etcd]
@@ -75,7 +81,9 @@ options:
   calicoctl_config:
     description:
       - With O(datastore=etcd), calicoctl's configuration file (passed as C(--config)); calicoctl's own default
-        (C(/etc/calico/calicoctl.cfg)) when not set.
+        (C(/etc/calico/calicoctl.cfg)) when not set and that file exists, else C(ETCD_ENDPOINTS) (and the other
+        C(ETCD_*) settings) of the module's environment. It must be a C(CalicoAPIConfig) with
+        C(datastoreType) V(etcdv3) and C(etcdEndpoints).
     type: path
   calicoctl_extra_args:
     description:
@@ -119,7 +127,9 @@ options:
     type: path
   record_namespace:
     description:
-      - Namespace of the record ConfigMaps. It must exist.
+      - Namespace of the record ConfigMaps. It must exist, and the module's identity must be allowed to create, get
+        and update ConfigMaps there; both are proven by a server-side dry run before the first write (see
+        O(variable_prefix)).
     type: str
     default: kube-system
   record_name:
@@ -149,6 +159,7 @@ options:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.report
+  - calico_ops.lifecycle.variable_prefix
 attributes:
   check_mode:
     support: full
@@ -335,6 +346,7 @@ def argument_spec():
         page_size=dict(type="int", default=500),
         workers=dict(type="int", default=DEFAULT_WORKERS),
         report_limit=report_limit_spec(),
+        variable_prefix=dict(type="str", default=""),
     ))
 
 
@@ -345,7 +357,7 @@ def _migrate(m):
             params["calicoctl_path"] = get_bin_path(params["calicoctl_path"])
         except ValueError as exc:  # AnsibleK8SModule has no get_bin_path
             m.fail("calicoctl_path: %s (the etcd datastore is read and written with calicoctl)" % exc)
-    return run(m.client(), params, diff=m.diff)
+    return run(m.client(), params, diff=m.diff, command=m.run_command)
 
 
 def main():

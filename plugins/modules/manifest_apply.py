@@ -126,7 +126,6 @@ nudged:
 import base64
 import time
 
-from ansible.module_utils.six import string_types
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.apply import (
@@ -136,7 +135,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact im
 
 
 def _documents(definition):
-    if isinstance(definition, string_types):
+    if isinstance(definition, str):
         return [d for d in yaml_text.load_all(definition) if d]
     if isinstance(definition, dict):
         return [definition]

@@ -65,7 +65,9 @@ options:
     default: [projectcalico.org/v3]
   record_namespace:
     description:
-      - Namespace of the record ConfigMaps. It must exist.
+      - Namespace of the record ConfigMaps. It must exist, and the module's identity must be allowed to create, get
+        and update ConfigMaps there; both are proven by a server-side dry run before the first write (see
+        O(variable_prefix)).
     type: str
     default: kube-system
   record_name:
@@ -121,6 +123,7 @@ options:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.report
+  - calico_ops.lifecycle.variable_prefix
 attributes:
   check_mode:
     support: full
@@ -265,6 +268,7 @@ def argument_spec():
         page_size=dict(type="int", default=500),
         workers=dict(type="int", default=8),
         report_limit=report_limit_spec(),
+        variable_prefix=dict(type="str", default=""),
     ))
 
 

@@ -18,7 +18,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from localcp.fixtures import ansible_bin, ansible_python
 from localcp.mirror import REPO_ROOT
 from k8s_api import Api
 
@@ -385,8 +385,8 @@ def test_check_mode_writes_nothing(cluster, world, namespaces, ansible, tmp_path
 def _playbook_cmd(workdir, extra_vars):
     vars_file = Path(workdir) / "crash-vars.json"
     vars_file.write_text(json.dumps(extra_vars))
-    return [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO_ROOT / PLAYBOOK),
-            "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable,
+    return [ansible_bin("ansible-playbook"), str(REPO_ROOT / PLAYBOOK),
+            "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % ansible_python(),
             "-e", "@%s" % vars_file]
 
 

@@ -39,6 +39,35 @@ def collections_path() -> str:
     return str(root)
 
 
+# The ansible-core that runs the tests' playbooks: .venv's (the one running pytest), or, with CALICO_OPS_ANSIBLE_VENV
+# naming another venv (tests/run-checks.sh step oldest_core: .build/venv-core-2.16, the oldest core of
+# requires_ansible), that venv's ansible-playbook on its own Python, the modules included. The collections it
+# needs beside this one (kubernetes.core, ansible.posix's JSON callback) come from .venv's Ansible package.
+ANSIBLE_VENV_ENV = "CALICO_OPS_ANSIBLE_VENV"
+
+
+def ansible_venv() -> Path:
+    other = os.environ.get(ANSIBLE_VENV_ENV)
+    return Path(other).resolve() if other else Path(sys.executable).parent.parent
+
+
+def ansible_bin(name: str) -> str:
+    """The path of an Ansible command (ansible-playbook, ansible-doc, ...) of the ansible-core under test."""
+    return str(ansible_venv() / "bin" / name)
+
+
+def ansible_python() -> str:
+    """The interpreter the modules run on (``ansible_python_interpreter``) with the ansible-core under test."""
+    return str(ansible_venv() / "bin" / "python") if os.environ.get(ANSIBLE_VENV_ENV) else sys.executable
+
+
+def _extra_collections_path() -> list:
+    if not os.environ.get(ANSIBLE_VENV_ENV):
+        return []
+    import ansible_collections.kubernetes.core as kcore  # .venv's Ansible package
+    return [str(Path(kcore.__path__[0]).parents[2])]
+
+
 class Cluster:
     """What tests use of the control plane (see docs/development.md)."""
 
@@ -57,7 +86,7 @@ class Cluster:
     def env(self) -> dict:
         env = dict(os.environ)
         env.update(self.cp.env())
-        env["ANSIBLE_COLLECTIONS_PATH"] = collections_path()
+        env["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join([collections_path()] + _extra_collections_path())
         return env
 
     def bin(self, name: str) -> str:
@@ -205,11 +234,11 @@ class Ansible:
             path = Path(text)
             if not path.is_absolute():
                 path = REPO_ROOT / path
-        cmd = [str(Path(sys.executable).parent / "ansible-playbook"), str(path)]
+        cmd = [ansible_bin("ansible-playbook"), str(path)]
         if inventory:
             cmd += ["-i", inventory]
         else:
-            cmd += ["-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}"]
+            cmd += ["-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={ansible_python()}"]
         if extra_vars:
             vars_file = self.workdir / f"vars-{hashlib.sha1(json.dumps(extra_vars, sort_keys=True, default=str).encode()).hexdigest()[:10]}.json"
             vars_file.write_text(json.dumps(extra_vars, default=str))

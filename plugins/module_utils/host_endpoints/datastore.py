@@ -12,8 +12,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import subprocess
+import os
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.calicoctl import (
+    CalicoctlConfigError, etcd_environment, etcd_settings)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import (
     ClientError, ReadOnlyViolation)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import one_line, scrub_paths
@@ -109,44 +111,90 @@ class KubeDatastore(object):
             raise
 
 
-def _run_subprocess(argv, data=None, timeout=None):
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(input=data.encode("utf-8") if data is not None else None, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return 124, "", "timed out after %ss" % timeout
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-
-
 def _not_found(text):
     text = text.lower()
     return "does not exist" in text or "not found" in text
 
 
+KDD_CLUSTER_INFORMATION = ("crd.projectcalico.org/v1", "clusterinformations", "default")
+
+
 class CalicoctlDatastore(object):
-    """Calico resources through ``calicoctl`` (the etcd datastore): JSON output, writes refused in check mode."""
+    """Calico resources through ``calicoctl`` (the etcd datastore): JSON output, writes refused in check mode.
+
+    Every call runs with the etcd datastore explicitly (``calico/calicoctl.py``); ``resolve()``, before the job's first
+    read or write, proves that calicoctl reaches etcd: its settings are etcd's, and the cluster it reports is not the
+    one the Kubernetes API holds (a wrapper script or a configuration that points calicoctl at the Kubernetes
+    datastore would otherwise have the job change that datastore while it reports an etcd migration).
+    ``run(argv, data, timeout, environ_update)`` runs a command (the module's ``run_command``); ``client``: the
+    Kubernetes API, for the comparison; ``names``: the variables a failure names."""
 
     datastore = "etcd"
     api_version = V3
 
     def __init__(self, path="calicoctl", config=None, extra_args=None, check_mode=False, run=None,
-                 timeout=120):
+                 timeout=120, client=None, environ=None, names=None):
+        if run is None:
+            raise ValueError("CalicoctlDatastore needs a command runner")
         self.path = path or "calicoctl"
         self.config = config
         self.extra_args = list(extra_args or [])
         self.check_mode = check_mode
-        self.run = run or _run_subprocess
+        self.run = run
         self.timeout = timeout
+        self.client = client
+        self.environ = os.environ if environ is None else environ
+        self.names = names or {"datastore": "datastore", "config": "calicoctl_config"}
+        self.settings = None
         self.requests = {"read": 0, "write": 0}
 
     def resolve(self):
+        if self.settings is None:
+            try:
+                self.settings = etcd_settings(self.config, self.environ, self.names)
+            except CalicoctlConfigError as exc:
+                raise DatastoreError("%s; nothing was written" % exc)
+            self._check_reaches_etcd()
         return self.api_version
 
+    def _cluster_guid(self):
+        """The clusterGUID of ClusterInformation ``default`` as calicoctl reads it (None when it has none)."""
+        args = ["get", "clusterinformation", "default", "-o", "json"]
+        rc, out, err = self._call(args)
+        if rc != 0:
+            if _not_found(err + out):
+                return None
+            raise self._fail(args, rc, out, err)
+        try:
+            return ((json.loads(out) or {}).get("spec") or {}).get("clusterGUID")
+        except ValueError:
+            raise DatastoreError("calicoctl %s: the output is not JSON: %s" % (" ".join(args), out[:200]))
+
+    def _check_reaches_etcd(self):
+        if self.client is None:
+            return
+        try:
+            kdd = self.client.get(*KDD_CLUSTER_INFORMATION)
+        except ClientError:
+            return  # the comparison needs the Kubernetes datastore's copy; without it the settings' check stands
+        kdd_guid = ((kdd or {}).get("spec") or {}).get("clusterGUID")
+        if not kdd_guid:
+            return
+        guid = self._cluster_guid()
+        if guid == kdd_guid:
+            raise DatastoreError(
+                "%s is etcd but calicoctl (%s) reaches the Kubernetes datastore: the ClusterInformation it reads "
+                "(clusterGUID %s) is the one the Kubernetes API holds; fix %s or %s (a configuration with "
+                "datastoreType etcdv3); nothing was written"
+                % (self.names["datastore"], self.path, guid, self.names["config"],
+                   self.names.get("path", "calicoctl_path")))
+
     def describe(self):
-        return {"datastore": self.datastore, "api_version": self.api_version, "calicoctl": self.path,
-                "calicoctl_config": self.config}
+        out = {"datastore": self.datastore, "api_version": self.api_version, "calicoctl": self.path,
+               "calicoctl_config": self.config}
+        if self.settings:
+            out["calicoctl_settings"] = self.settings["source"]
+        return out
 
     def _call(self, args, data=None, write=False):
         if write and self.check_mode:
@@ -157,7 +205,7 @@ class CalicoctlDatastore(object):
         argv.extend(self.extra_args)
         self.requests["write" if write else "read"] += 1
         try:
-            return self.run(argv, data, self.timeout)
+            return self.run(argv, data, self.timeout, etcd_environment())
         except OSError as exc:
             raise DatastoreError("cannot run %s: %s" % (self.path, exc.strerror or type(exc).__name__))
 
@@ -235,11 +283,15 @@ class CalicoctlDatastore(object):
         return self._create(body)
 
 
-def make_datastore(client, params):
+def make_datastore(client, params, run=None):
+    """The datastore of ``params`` (the module's options); ``run``: the command runner calicoctl needs (etcd)."""
     if params.get("datastore") == "etcd":
+        prefix = params.get("variable_prefix") or ""
         return CalicoctlDatastore(path=params.get("calicoctl_path"), config=params.get("calicoctl_config"),
                                   extra_args=params.get("calicoctl_extra_args"),
                                   check_mode=bool(getattr(client, "check_mode", False)),
-                                  timeout=params.get("calicoctl_timeout") or 120)
+                                  timeout=params.get("calicoctl_timeout") or 120, run=run, client=client,
+                                  names={"datastore": prefix + "datastore", "config": prefix + "calicoctl_config",
+                                         "path": prefix + "calicoctl_path"})
     return KubeDatastore(client, api_version=params.get("api_version") or "auto",
                          page_size=params.get("page_size") or 500)

@@ -68,9 +68,9 @@ class Runner(LabelSteps, ReplaceSteps):
 
     def __init__(self, client, datastore, label_conflicts="fail", wait_timeout=DEFAULT_WAIT_TIMEOUT,
                  poll_interval=DEFAULT_POLL_INTERVAL, record_namespace=DEFAULT_RECORD_NAMESPACE,
-                 record_name=DEFAULT_RECORD_NAME, record_path=None, progress_path=None, diff=False,
-                 page_size=500, workers=DEFAULT_WORKERS, report_limit=DEFAULT_REPORT_LIMIT, sleep=time.sleep,
-                 clock=_now):
+                 record_name=DEFAULT_RECORD_NAME, record_path=None, variable_prefix=None, progress_path=None,
+                 diff=False, page_size=500, workers=DEFAULT_WORKERS, report_limit=DEFAULT_REPORT_LIMIT,
+                 sleep=time.sleep, clock=_now):
         self.client = client
         self.report_limit = DEFAULT_REPORT_LIMIT if report_limit is None else report_limit
         self.datastore = datastore
@@ -80,6 +80,7 @@ class Runner(LabelSteps, ReplaceSteps):
         self.record_namespace = record_namespace or DEFAULT_RECORD_NAMESPACE
         self.record_name = record_name or DEFAULT_RECORD_NAME
         self.record_path = record_path
+        self.variable_prefix = variable_prefix
         self.progress_path = os.path.expanduser(progress_path) if progress_path else None
         self.want_diff = diff
         self.page_size = page_size
@@ -108,7 +109,8 @@ class Runner(LabelSteps, ReplaceSteps):
     # -- common --------------------------------------------------------------------------------------
 
     def _open_store(self):
-        self.store = open_record_store(self.client, self.record_namespace, self.record_name, self.record_path, JOB)
+        self.store = open_record_store(self.client, self.record_namespace, self.record_name, self.record_path, JOB,
+                                       variable_prefix=self.variable_prefix)
         return self.store
 
     def _progress(self, message):
@@ -356,18 +358,20 @@ class Runner(LabelSteps, ReplaceSteps):
         return None
 
 
-def run(client, params, diff=False, datastore=None, sleep=time.sleep):
-    """Entry point for the module: ``params`` holds the module's options."""
+def run(client, params, diff=False, datastore=None, sleep=time.sleep, command=None):
+    """Entry point for the module: ``params`` holds the module's options; ``command``: the module's command runner
+    (calicoctl, with the etcd datastore)."""
     problem = workers_problem(params.get("workers")) or report_limit_problem(params.get("report_limit"))
     if problem:
         raise rules.HostEndpointMigrationError(problem + "; nothing was read or written", {"changed": False})
-    runner = Runner(client, datastore or make_datastore(client, params),
+    runner = Runner(client, datastore or make_datastore(client, params, run=command),
                     label_conflicts=params.get("label_conflicts") or "fail",
                     wait_timeout=params.get("wait_timeout"),
                     poll_interval=params.get("poll_interval"),
                     record_namespace=params.get("record_namespace"),
                     record_name=params.get("record_name"),
                     record_path=params.get("record_path"),
+                    variable_prefix=params.get("variable_prefix"),
                     progress_path=params.get("progress_path"),
                     diff=diff, page_size=params.get("page_size") or 500,
                     workers=params.get("workers") or DEFAULT_WORKERS,

@@ -229,11 +229,12 @@ class Client(object):
         return self.request("POST", api_path(api_version, plural, namespace), body=body,
                             query={"fieldManager": self.field_manager}, dry_run=dry_run, what=what)
 
-    def replace(self, api_version, plural, body, namespace=None):
-        """PUT the whole object; with ``metadata.resourceVersion`` set the server refuses (409) a stale one."""
+    def replace(self, api_version, plural, body, namespace=None, dry_run=False):
+        """PUT the whole object; with ``metadata.resourceVersion`` set the server refuses (409) a stale one.
+        ``dry_run``: a server-side dry run (allowed in check mode)."""
         name = body["metadata"]["name"]
         return self.request("PUT", api_path(api_version, plural, namespace, name), body=body,
-                            query={"fieldManager": self.field_manager})
+                            query={"fieldManager": self.field_manager}, dry_run=dry_run)
 
     def merge_patch(self, api_version, plural, name, patch, namespace=None):
         return self.request("PATCH", api_path(api_version, plural, namespace, name), body=patch,
@@ -248,13 +249,13 @@ class Client(object):
                             content_type="application/json-patch+json",
                             query={"fieldManager": self.field_manager}, accept=ACCEPT_METADATA)
 
-    def apply(self, api_version, plural, body, namespace=None, force=True):
-        """Server-side apply under this client's field manager."""
+    def apply(self, api_version, plural, body, namespace=None, force=True, dry_run=False):
+        """Server-side apply under this client's field manager; ``dry_run``: a server-side dry run."""
         name = body["metadata"]["name"]
         return self.request("PATCH", api_path(api_version, plural, namespace, name), body=body,
                             content_type="application/apply-patch+yaml",
                             query={"fieldManager": self.field_manager,
-                                   "force": "true" if force else None})
+                                   "force": "true" if force else None}, dry_run=dry_run)
 
     def delete(self, api_version, plural, name, namespace=None, precondition_uid=None):
         body = None

@@ -27,7 +27,6 @@ __metaclass__ = type
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six import string_types
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
@@ -51,7 +50,7 @@ def _redact_exits(module, redactor):
 
     def redacted_fail(msg=None, **result):
         result = redactor.value(result)
-        fail_json(msg=redactor.text(msg if msg is None or isinstance(msg, string_types) else str(msg)), **result)
+        fail_json(msg=redactor.text(msg if msg is None or isinstance(msg, str) else str(msg)), **result)
 
     def redacted_warn(warning):
         warn(redactor.text(warning))
@@ -104,6 +103,20 @@ class _Base(object):
         for warning in result.pop("warnings", None) or []:
             self.module.warn(warning)
         self.module.fail_json(msg=one_line(msg, 0), **result)
+
+    def run_command(self, argv, data=None, timeout=None, environ_update=None):
+        """``(rc, stdout, stderr)`` of a command, run by AnsibleModule.run_command (the module's own way: its
+        environment, no shell), with ``data`` on its standard input and ``environ_update`` added to its environment.
+        ``timeout`` seconds at most, through coreutils' ``timeout`` (rc 124 when reached; run_command has no limit
+        of its own). A command that cannot be started raises OSError."""
+        inner = getattr(self.module, "_module", self.module)  # kubernetes.core's AnsibleK8SModule wraps one
+        argv = list(argv)
+        if timeout:
+            limit = inner.get_bin_path("timeout")
+            if limit:
+                argv = [limit, "--kill-after=5", str(int(timeout))] + argv
+        return inner.run_command(argv, data=data, binary_data=True, environ_update=environ_update or {},
+                                 handle_exceptions=False)
 
     def run(self, work):
         """``work(self)`` returns the result; errors become ``fail_json``; the result is returned with

@@ -18,7 +18,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.six import string_types
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import Kinds
@@ -38,11 +37,11 @@ def entry_problem(index, entry):
         if not entry.get(key):
             return "objects[%d]: %s is required" % (index, key)
     for key in ("api_version", "kind", "namespace", "name"):
-        if entry.get(key) is not None and not isinstance(entry[key], string_types):
+        if entry.get(key) is not None and not isinstance(entry[key], str):
             return "objects[%d]: %s must be a string, not %r" % (index, key, entry[key])
     selectors = entry.get("label_selectors")
     if selectors is not None and (not isinstance(selectors, list)
-                                  or not all(isinstance(s, string_types) and s for s in selectors)):
+                                  or not all(isinstance(s, str) and s for s in selectors)):
         return "objects[%d]: label_selectors must be a list of selectors such as ['k8s-app=kube-proxy'], not %r" % (
             index, selectors)
     if entry.get("name") and selectors:

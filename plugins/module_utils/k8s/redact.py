@@ -29,7 +29,6 @@ import json
 import os
 import re
 
-from ansible.module_utils.six import binary_type, string_types, text_type
 
 MARKER = "<redacted>"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -49,7 +48,7 @@ def is_secret(obj):
         return True
     if obj.get("kind") is not None:
         return False
-    return (isinstance(obj.get("metadata"), dict) and isinstance(obj.get("type"), string_types)
+    return (isinstance(obj.get("metadata"), dict) and isinstance(obj.get("type"), str)
             and any(isinstance(obj.get(f), dict) for f in SECRET_FIELDS))
 
 
@@ -85,7 +84,7 @@ def _walk(obj, keys):
         return obj
     out = {}
     for key, value in obj.items():
-        if isinstance(key, string_types) and key.lower() in keys and value is not None:
+        if isinstance(key, str) and key.lower() in keys and value is not None:
             out[key] = MARKER
         else:
             out[key] = _walk(value, keys)
@@ -99,7 +98,7 @@ def _walk(obj, keys):
         if isinstance(annotations, dict) and LAST_APPLIED in annotations:
             annotations[LAST_APPLIED] = MARKER
     kind = obj.get("kind")
-    if isinstance(kind, string_types) and kind in SENSITIVE_PATHS:
+    if isinstance(kind, str) and kind in SENSITIVE_PATHS:
         _redact_paths(out, SENSITIVE_PATHS[kind])
     return out
 
@@ -130,7 +129,7 @@ def redact_api_message(message, secret=False):
         return dict((k, redact_api_message(v, secret)) for k, v in message.items())
     if isinstance(message, list):
         return [redact_api_message(v, secret) for v in message]
-    if not isinstance(message, string_types) or "Invalid value" not in message:
+    if not isinstance(message, str) or "Invalid value" not in message:
         return message
 
     def one(match):
@@ -146,9 +145,9 @@ def redact_api_message(message, secret=False):
 
 
 def _text(value):
-    if isinstance(value, binary_type):
+    if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    return value if isinstance(value, text_type) else text_type(value)
+    return value if isinstance(value, str) else str(value)
 
 
 def forms(value):
@@ -171,7 +170,7 @@ def forms(value):
 
 def redact_text(text, values):
     """``text`` with every form of every value of ``values`` replaced by ``MARKER`` (longest first)."""
-    if not isinstance(text, string_types) or not text:
+    if not isinstance(text, str) or not text:
         return text
     all_forms = set()
     for value in values or ():
@@ -199,7 +198,7 @@ def secret_values(value):
         for v in value:
             out.extend(secret_values(v))
         return out
-    if isinstance(value, (string_types, binary_type)) and _text(value).strip():
+    if isinstance(value, (str, bytes)) and _text(value).strip():
         return [_text(value)]
     return []
 
@@ -251,7 +250,7 @@ class Redactor(object):
         return self._forms
 
     def text(self, text):
-        if not isinstance(text, string_types) or not text:
+        if not isinstance(text, str) or not text:
             return text
         return _replace_forms(text, self._all_forms())
 
@@ -263,12 +262,12 @@ class Redactor(object):
 
     def _strings(self, value):
         if isinstance(value, dict):
-            return dict((self._strings(k) if isinstance(k, string_types) else k, self._strings(v))
+            return dict((self._strings(k) if isinstance(k, str) else k, self._strings(v))
                         for k, v in value.items())
         if isinstance(value, list):
             return [self._strings(v) for v in value]
         if isinstance(value, tuple):
             return tuple(self._strings(v) for v in value)
-        if isinstance(value, string_types):
+        if isinstance(value, str):
             return self.text(value)
         return value

@@ -48,9 +48,9 @@ class Runner(AttachSteps):
     """The job: ``detached`` (here) and ``attached`` (``attach.AttachSteps``)."""
 
     def __init__(self, client, owner_api_versions=None, record_namespace=DEFAULT_RECORD_NAMESPACE,
-                 record_name=DEFAULT_RECORD_NAME, record_path=None, fail_on_unlistable=True,
-                 fail_on_missing_owner=True, diff=False, page_size=500, checkpoint_every=CHECKPOINT_EVERY,
-                 checkpoint_seconds=CHECKPOINT_SECONDS, require_record=True, workers=DEFAULT_WORKERS,
+                 record_name=DEFAULT_RECORD_NAME, record_path=None, variable_prefix=None,
+                 fail_on_unlistable=True, fail_on_missing_owner=True, diff=False, page_size=500,
+                 checkpoint_every=CHECKPOINT_EVERY, checkpoint_seconds=CHECKPOINT_SECONDS, require_record=True, workers=DEFAULT_WORKERS,
                  report_limit=DEFAULT_REPORT_LIMIT):
         self.client = client
         self.report_limit = DEFAULT_REPORT_LIMIT if report_limit is None else report_limit
@@ -63,6 +63,7 @@ class Runner(AttachSteps):
         self.record_namespace = record_namespace or DEFAULT_RECORD_NAMESPACE
         self.record_name = record_name or DEFAULT_RECORD_NAME
         self.record_path = record_path
+        self.variable_prefix = variable_prefix
         self.fail_on_unlistable = fail_on_unlistable
         self.fail_on_missing_owner = fail_on_missing_owner
         self.require_record = require_record
@@ -85,7 +86,8 @@ class Runner(AttachSteps):
     # -- common --------------------------------------------------------------------------------------
 
     def _open_store(self):
-        self.store = open_record_store(self.client, self.record_namespace, self.record_name, self.record_path, JOB)
+        self.store = open_record_store(self.client, self.record_namespace, self.record_name, self.record_path, JOB,
+                                       variable_prefix=self.variable_prefix)
         return self.store
 
     def _is_owner_ref(self, ref):
@@ -314,6 +316,7 @@ def run(client, params, diff=False):
                     record_namespace=params.get("record_namespace"),
                     record_name=params.get("record_name"),
                     record_path=params.get("record_path"),
+                    variable_prefix=params.get("variable_prefix"),
                     fail_on_unlistable=params.get("fail_on_unlistable", True),
                     fail_on_missing_owner=params.get("fail_on_missing_owner", True),
                     require_record=params.get("require_record", True),

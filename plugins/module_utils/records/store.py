@@ -42,6 +42,8 @@ import time
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import DATA_KEY, RECORD_LABEL, atomic_write
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.location import (
+    RecordLocationError, check_configmap, check_file, configmap_problem, require_usable, variable_names)
 
 FORMAT = 1
 MANAGED_BY = {"app.kubernetes.io/managed-by": "calico-ops"}
@@ -115,13 +117,48 @@ def default_record_path(name, cluster):
     return os.path.join(DEFAULT_RECORD_DIR, "%s-%s.json" % (name, cluster or "cluster"))
 
 
-def open_record_store(client, namespace, name, record_path, job):
+def open_record_store(client, namespace, name, record_path, job, variable_prefix=None):
     """The job's record (ConfigMaps ``name`` in ``namespace`` and the file ``record_path``, by default
-    ``DEFAULT_RECORD_DIR/<name>-<cluster id>.json``), loaded; a record of another cluster is refused."""
+    ``DEFAULT_RECORD_DIR/<name>-<cluster id>.json``), loaded; a record of another cluster is refused. Before it is
+    returned, its location is proven usable (``RecordStore.check_location``, writing nothing): a job opens its
+    record before its first write, so a record it could not keep stops it before it changes anything.
+    ``variable_prefix`` is put before the option names a failure gives (``<prefix>record_namespace``, ...)."""
     cid = cluster_id(client)
     store = RecordStore(client, namespace, name, record_path or default_record_path(name, cid), job, cluster_id=cid)
     store.load()
+    store.check_location(variable_prefix, path_given=bool(record_path))
     return store
+
+
+def check_record_location(client, namespace, name, how="apply", path=None, keeps_file=False, variable_prefix=None):
+    """Prove, writing nothing, that a record can be kept at ConfigMap ``namespace/name`` (written by server-side
+    apply, ``how="apply"``, as the roles write theirs; or as a RecordStore writes it, ``how="store"``: a create, or a
+    replace of the object that exists) and, with ``path`` or ``keeps_file`` (a RecordStore's default path then),
+    in that file. For the roles whose first write comes before a module that opens its own record. Returns what was
+    checked; raises RecordStoreError naming each variable to fix."""
+    names = variable_names(variable_prefix)
+    existing, problems = None, []
+    if how == "store":
+        try:
+            existing = client.get("v1", "configmaps", name, namespace=namespace)
+        except ClientError as exc:
+            problems.append(configmap_problem(exc, namespace, name, names))
+    if not problems:
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)}}
+        if existing is not None:
+            body = dict(existing)
+        problems.append(check_configmap(client, body, existing=existing, how=how, names=names))
+    if path or keeps_file:
+        given = bool(path)
+        path = os.path.abspath(os.path.expanduser(path or default_record_path(name, cluster_id(client))))
+        problems.append(check_file(path, names=names, given=given))
+    try:
+        require_usable(problems)
+    except RecordLocationError as exc:
+        raise RecordStoreError(str(exc))
+    return {"namespace": namespace, "name": name, "exists": existing is not None if how == "store" else None,
+            "path": path or None}
 
 
 class RecordStore(object):
@@ -254,7 +291,7 @@ class RecordStore(object):
             with open(self.path, "r") as handle:
                 text = handle.read()
         except IOError as exc:
-            if exc.errno == errno.ENOENT:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):  # no file (a path under a file: check_location says)
                 return None, None
             raise RecordStoreError("cannot read the record file %s: %s" % (self.path, exc))
         try:
@@ -288,6 +325,23 @@ class RecordStore(object):
         self.loaded_from = {"configmaps": len(chunks), "file": doc is not None}
         self.meta = meta
         return self.entries
+
+    # -- before the first write ----------------------------------------------------------------------
+
+    def check_location(self, variable_prefix=None, path_given=True):
+        """Prove, writing nothing, that both copies can be written where they were told: a server-side dry run of
+        chunk 0's next write (a create when the record is new, else a replace at the resourceVersion read) and
+        the file's path (records/location.py). Raises RecordStoreError naming each variable to fix."""
+        names = variable_names(variable_prefix)
+        known = self._chunks.get(0)
+        text = known["text"] if known else self._chunk_text(0, [])
+        body = self._configmap(0, text, known["rv"] if known else None)
+        existing = {"metadata": {"resourceVersion": known["rv"]}} if known else None
+        try:
+            require_usable([check_configmap(self.client, body, existing=existing, names=names),
+                            check_file(self.path, names=names, given=path_given)])
+        except RecordLocationError as exc:
+            raise RecordStoreError(str(exc))
 
     # -- saving --------------------------------------------------------------------------------------
 

@@ -92,7 +92,8 @@ class FakeDynamic(object):
         self.objects[self.storage_of[(group, plural)]].pop((namespace, name), None)
 
     def writes(self):
-        return [entry for entry in self.log if entry[0] not in ("GET", "HEAD")]
+        """The requests that change something (a server-side dry run does not: the audit log's rule too)."""
+        return [entry for entry in self.log if entry[0] not in ("GET", "HEAD") and entry[2].get("dryRun") != "All"]
 
     # -- the DynamicClient.request surface that Client uses ----------------------------------------
 
@@ -199,13 +200,14 @@ class FakeDynamic(object):
             if current is None:
                 raise _error(404, "Not Found", "%s %s not found" % (plural, name))
             return copy.deepcopy(current)
+        dry_run = query.get("dryRun") == "All"  # answered as the write would be, nothing stored
         if method == "POST":
             meta = body.get("metadata") or {}
             if (namespace, meta.get("name")) in store:
                 raise _error(409, "Conflict", "%s %s already exists" % (plural, meta.get("name")))
             body = copy.deepcopy(body)
             body["metadata"]["namespace"] = namespace
-            return self.put(api_version, plural, body)
+            return body if dry_run else self.put(api_version, plural, body)
         if current is None:
             raise _error(404, "Not Found", "%s %s not found" % (plural, name))
         if method == "PUT":
@@ -214,7 +216,7 @@ class FakeDynamic(object):
                 raise _error(409, "Conflict", "the object has been modified")
             body = copy.deepcopy(body)
             body["metadata"]["uid"] = current["metadata"]["uid"]
-            return self.put(api_version, plural, body)
+            return body if dry_run else self.put(api_version, plural, body)
         if method == "PATCH" and content_type == "application/apply-patch+yaml":
             # no server-side apply here: only its dry run, answered by the test's ``on_dry_apply(live, body)``
             assert query.get("dryRun") == "All", "the fake only dry-runs server-side apply"

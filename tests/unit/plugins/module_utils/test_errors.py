@@ -193,7 +193,7 @@ def test_a_calicoctl_failure_is_one_line_without_its_configuration_path():
     from ansible_collections.calico_ops.lifecycle.plugins.module_utils.host_endpoints.datastore import (
         CalicoctlDatastore, DatastoreError)
 
-    def run(argv, data, timeout):
+    def run(argv, data, timeout, environ_update):
         return 1, "", ("Failed to create Calico API client: open /etc/calico/etcd-key.pem: permission denied\n"
                        "Usage: calicoctl get ...")
     with pytest.raises(DatastoreError) as err:

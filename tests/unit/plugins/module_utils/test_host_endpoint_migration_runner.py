@@ -14,6 +14,7 @@ import copy
 import json
 import os
 import stat
+import subprocess
 import sys
 
 import pytest
@@ -204,6 +205,11 @@ def writes(dyn):
     return [(m, p) for m, p, _q in dyn.writes()]
 
 
+def dry_run(entry):
+    """A request of the fake's log that is a server-side dry run (the record location's proof: writes nothing)."""
+    return entry[2].get("dryRun") == "All"
+
+
 # -- migrated -------------------------------------------------------------------------------------------------
 
 def test_migration_copies_labels_enables_auto_create_and_deletes_each_old_endpoint_after_its_replacement(tmp_path):
@@ -234,7 +240,7 @@ def test_migration_copies_labels_enables_auto_create_and_deletes_each_old_endpoi
     assert all(paths[i].startswith("/api/v1/nodes/") for i in range(first_kcc))
     deletes = [(i, p.rsplit("/", 1)[1]) for i, (m, p, _q) in enumerate(log) if m == "DELETE"]
     assert [n for _i, n in deletes] == ["n1-hep", "n2-hep", "n3-hep"]
-    log_index = [i for i, e in enumerate(w.dyn.log) if e[0] not in ("GET", "HEAD")]
+    log_index = [i for i, e in enumerate(w.dyn.log) if e[0] not in ("GET", "HEAD") and not dry_run(e)]
     created_at = dict((node, pos) for pos, node in w.controllers.created)
     for i, name in deletes:
         node = w.old[name][0]
@@ -265,7 +271,7 @@ def test_migration_copies_labels_enables_auto_create_and_deletes_each_old_endpoi
     mark = len(w.dyn.log)
     again = w.runner().run("migrated")
     assert again["changed"] is False and again["counts"]["old"] == 0
-    assert [e for e in w.dyn.log[mark:] if e[0] != "GET"] == []
+    assert [e for e in w.dyn.log[mark:] if e[0] != "GET" and not dry_run(e)] == []
 
 
 def test_many_workers_give_the_same_result(tmp_path):
@@ -372,7 +378,7 @@ def test_a_node_whose_automatic_endpoint_never_appears_keeps_its_old_endpoint(tm
     mark = len(w.dyn.log)
     res = w.runner().run("migrated")
     assert res["counts"]["deleted"] == 1 and res["counts"]["nodes_labelled"] == 0
-    assert [m for m, p, _q in w.dyn.log[mark:] if m != "GET"] == ["DELETE", "PUT"]  # delete, then the mark
+    assert [e[0] for e in w.dyn.log[mark:] if e[0] != "GET" and not dry_run(e)] == ["DELETE", "PUT"]  # delete, then the mark
     assert "n2-hep" not in w.heps()
     assert all(e["deleted"] for e in w.record().values())
 
@@ -482,7 +488,7 @@ def test_killed_between_record_and_delete_then_resumed_and_restored(tmp_path):
     assert [d["before"] for d in res["diff"]] == [{}, {}, {}]
     mark = len(w.dyn.log)
     again = w.runner().run("restored")
-    assert again["changed"] is False and [e for e in w.dyn.log[mark:] if e[0] != "GET"] == []
+    assert again["changed"] is False and [e for e in w.dyn.log[mark:] if e[0] != "GET" and not dry_run(e)] == []
 
     # a second migration records the re-created endpoints as new entries (new UIDs)
     res = w.runner().run("migrated")
@@ -494,7 +500,7 @@ def test_restore_check_mode_writes_nothing(tmp_path):
     w.runner().run("migrated")
     mark = len(w.dyn.log)
     res = w.runner(check_mode=True, diff=True).run("restored")
-    assert [e for e in w.dyn.log[mark:] if e[0] != "GET"] == []
+    assert [e for e in w.dyn.log[mark:] if e[0] != "GET" and not dry_run(e)] == []
     assert res["changed"] is True and res["counts"]["restored"] == 3
     assert set(e["action"] for e in res["endpoints"]) == {"would restore"}
     assert not any(n in w.heps() for n in w.old)
@@ -542,12 +548,13 @@ def test_no_calico_at_all(tmp_path):
 CALICOCTL = r'''#!%(python)s
 """A stand-in for calicoctl (no binary can be fetched here): the commands host_endpoint_migration uses,
 answered from a JSON file as calicoctl answers them (JSON output, errors on stderr with rc 1)."""
-import json, sys, uuid
+import json, os, sys, uuid
 STATE = %(state)r
 args = sys.argv[1:]
 with open(STATE) as f:
     state = json.load(f)
 state["calls"].append(args)
+state.setdefault("datastore_types", []).append(os.environ.get("DATASTORE_TYPE"))
 def save():
     with open(STATE, "w") as f:
         json.dump(state, f)
@@ -602,6 +609,13 @@ else:
 '''
 
 
+def run_command(argv, data, timeout, environ_update):
+    """What the module's run_command does for calicoctl (K8sModule.run_command), without a module."""
+    env = dict(os.environ, **environ_update)
+    proc = subprocess.run(argv, input=data, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
 class Etcd(object):
     """The etcd datastore behind the stand-in calicoctl; Nodes and the record stay in the (fake) Kubernetes API."""
 
@@ -610,6 +624,9 @@ class Etcd(object):
         self.state_path = str(tmp_path / "etcd.json")
         self.config = str(tmp_path / "calicoctl.cfg")
         self.path = str(tmp_path / "calicoctl")
+        with open(self.config, "w") as f:
+            f.write("apiVersion: projectcalico.org/v3\nkind: CalicoAPIConfig\nmetadata: {}\n"
+                    "spec:\n  datastoreType: etcdv3\n  etcdEndpoints: https://etcd.example.com:2379\n")
         with open(self.path, "w") as f:
             f.write(CALICOCTL % {"python": sys.executable, "state": self.state_path, "config": self.config})
         os.chmod(self.path, os.stat(self.path).st_mode | stat.S_IXUSR)
@@ -644,7 +661,7 @@ class Etcd(object):
 
     def datastore(self, check_mode=False):
         return CalicoctlDatastore(path=self.path, config=self.config, extra_args=["--allow-version-mismatch"],
-                                  check_mode=check_mode)
+                                  check_mode=check_mode, run=run_command, environ={})
 
     def verbs(self):
         return [[a for a in c if not a.startswith("--")][:2] for c in self.load()["calls"]]
@@ -664,6 +681,7 @@ def test_etcd_through_calicoctl(tmp_path):
     assert sorted(state["heps"]) == ["n1-auto-hep", "n2-auto-hep", "n3-auto-hep", "n4-auto-hep"]
     assert state["kcc"]["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"] == "Enabled"
     assert all("--allow-version-mismatch" in c and "--config=%s" % e.config in c for c in state["calls"])
+    assert set(state["datastore_types"]) == {"etcdv3"}  # every call told the datastore explicitly
     verbs = e.verbs()
     assert ["patch", "kubecontrollersconfiguration"] in verbs
     assert [v for v in verbs if v[0] == "delete"] == [["delete", "hostendpoint"]] * 3
@@ -689,13 +707,16 @@ def test_etcd_missing_default_is_created_and_errors_are_reported(tmp_path):
     res = w.runner(datastore=e.datastore()).run("migrated")
     assert res["kube_controllers"]["action"] == "created"
     assert e.load()["kcc"]["spec"] == rules.KCC_DEFAULT_SPEC
-    # calicoctl without its configuration fails, and the module says what calicoctl said
-    bad = CalicoctlDatastore(path=e.path, config=None)
+    # calicoctl failing on its configuration: the module says what calicoctl said
+    with open(e.config + ".other", "w") as f:
+        f.write(open(e.config).read())
+    bad = CalicoctlDatastore(path=e.path, config=e.config + ".other", run=run_command, environ={})
     with pytest.raises(HostEndpointMigrationError) as err:
         w.runner(datastore=bad).run("migrated")
     assert "calicoctl get hostendpoints -o json failed (rc=1): Failed to create Calico API client" in str(err.value)
     assert "\n" not in str(err.value) and str(tmp_path) not in str(err.value)  # one line, no local path
-    missing = CalicoctlDatastore(path=str(tmp_path / "nowhere" / "calicoctl"))
+    missing = CalicoctlDatastore(path=str(tmp_path / "nowhere" / "calicoctl"), config=e.config, run=run_command,
+                                 environ={})
     with pytest.raises(HostEndpointMigrationError) as err:
         w.runner(datastore=missing).run("migrated")
     assert "cannot run" in str(err.value)

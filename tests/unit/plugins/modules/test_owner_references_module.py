@@ -3,6 +3,7 @@
 import yaml
 
 from ansible_collections.calico_ops.lifecycle.plugins.doc_fragments import report as report_fragment
+from ansible_collections.calico_ops.lifecycle.plugins.doc_fragments import variable_prefix as variable_prefix_fragment
 
 from ansible_collections.calico_ops.lifecycle.plugins.modules import owner_references as module
 
@@ -18,8 +19,10 @@ def test_documented_options_match_the_argument_spec():
         assert spec[name].get("choices") == opt.get("choices"), name
         assert bool(spec[name].get("required")) == bool(opt.get("required")), name
     assert "kubeconfig" in spec  # the auth options of kubernetes.core
-    assert doc["extends_documentation_fragment"] == ["kubernetes.core.k8s_auth_options", "calico_ops.lifecycle.report"]
-    fragment = yaml.safe_load(report_fragment.ModuleDocFragment.DOCUMENTATION)["options"]["report_limit"]
-    assert (spec["report_limit"]["type"], spec["report_limit"]["default"]) == (fragment["type"], fragment["default"])
+    assert doc["extends_documentation_fragment"] == ["kubernetes.core.k8s_auth_options", "calico_ops.lifecycle.report",
+                                                     "calico_ops.lifecycle.variable_prefix"]
+    for fragment_module, option in ((report_fragment, "report_limit"), (variable_prefix_fragment, "variable_prefix")):
+        fragment = yaml.safe_load(fragment_module.ModuleDocFragment.DOCUMENTATION)["options"][option]
+        assert (spec[option]["type"], spec[option]["default"]) == (fragment["type"], fragment["default"])
     for section in (module.EXAMPLES, module.RETURN):
         assert yaml.safe_load(section)

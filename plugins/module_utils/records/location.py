@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Before a job's first write: can its record be kept where it was told?
+
+A job that records what it removes must be able to write that record before it removes anything: a record that
+cannot be written is found out only at the first checkpoint otherwise, after the job has changed the cluster (and
+a re-run, a crash recovery or another controller would then find a stale record). So every job with a record
+proves the location first, writing nothing:
+
+* the ConfigMap: a server-side dry run (``dryRun=All``) of the write the job will make - a create when the record is
+  new, a replace of the same object when it exists, a server-side apply for the roles that apply their record. The
+  API server answers it as it would the real write: the namespace is missing (404), the job's identity may not
+  write ConfigMaps there (403), the name is not valid (422);
+* the controller file (where the job keeps one): the path is not a directory, its nearest existing ancestor is a
+  directory this process may write into (``os.access``, and not a read-only file system), an existing file is a
+  regular file this process may write. Nothing is created (not even the directory).
+
+A failure names the variable to fix (``<prefix>record_namespace``, ``<prefix>record_name``, ``<prefix>record_path``,
+where the prefix is a role's variable prefix such as ``owner_references_``, or empty for a module's own options),
+says what is wrong, and that nothing was written.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
+
+class RecordLocationError(Exception):
+    """The record cannot be kept where the job was told; ``problems`` lists each as one line."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super(RecordLocationError, self).__init__(
+            "%s; nothing was written" % "; ".join(self.problems))
+
+
+def variable_names(prefix=None):
+    """The names of the record's variables: a module's options (no prefix) or a role's (``prefix``)."""
+    return dict((key, "%srecord_%s" % (prefix or "", key)) for key in ("namespace", "name", "path"))
+
+
+def configmap_problem(exc, namespace, name, names):
+    """The line for a refused dry run of the record ConfigMap's write (``exc``: the ClientError), naming the
+    variable to fix."""
+    where = "ConfigMap %s/%s" % (namespace, name)
+    if exc.status == 404:
+        return ("%s: the record namespace %r does not exist (the API answered the dry run of %s: %s); create it or "
+                "choose another" % (names["namespace"], namespace, where, exc))
+    if exc.status in (401, 403):
+        return ("%s: the job's identity may not write the record %s (dry run: %s); grant create, get and update on "
+                "configmaps in that namespace (docs/rbac.yml) or choose another namespace"
+                % (names["namespace"], where, exc))
+    if exc.status == 422:
+        return "%s: %r is not a valid ConfigMap name for the record (dry run: %s)" % (names["name"], name, exc)
+    return "%s / %s: the record %s cannot be written (dry run: %s)" % (names["namespace"], names["name"], where, exc)
+
+
+def check_configmap(client, body, existing=None, how="write", names=None):
+    """The line of what stops ``body`` (a ConfigMap) from being written, or None: a server-side dry run of a create
+    (``existing`` None), a replace of ``existing``'s resourceVersion, or (``how="apply"``) a server-side apply."""
+    names = names or variable_names()
+    meta = body.get("metadata") or {}
+    namespace, name = meta.get("namespace"), meta.get("name")
+    try:
+        if how == "apply":
+            client.apply("v1", "configmaps", body, namespace=namespace, dry_run=True)
+        elif existing is None:
+            client.create("v1", "configmaps", body, namespace=namespace, dry_run=True)
+        else:
+            body = dict(body, metadata=dict(meta, resourceVersion=(existing.get("metadata") or {}).get(
+                "resourceVersion")))
+            client.replace("v1", "configmaps", body, namespace=namespace, dry_run=True)
+    except ClientError as exc:
+        if existing is None and how != "apply" and exc.status == 409:
+            return None  # created meanwhile: the identity may create there
+        return configmap_problem(exc, namespace, name, names)
+    return None
+
+
+def _nearest_existing(path):
+    current = path
+    while not os.path.lexists(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return current
+
+
+def _read_only(path):
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (AttributeError, OSError):
+        return False
+
+
+def check_file(path, names=None, given=True):
+    """The line of what stops the record file ``path`` from being written, or None. Writes nothing."""
+    names = names or variable_names()
+    path = os.path.abspath(os.path.expanduser(path))
+    hint = "" if given else " (the default path; set %s to another)" % names["path"]
+    if os.path.isdir(path):
+        return "%s: %s is a directory, not a file for the record%s" % (names["path"], path, hint)
+    if os.path.lexists(path):
+        if not os.path.isfile(path):
+            return "%s: %s exists and is not a regular file%s" % (names["path"], path, hint)
+        if not os.access(path, os.W_OK) or _read_only(path):
+            return "%s: the record file %s is not writable by this process%s" % (names["path"], path, hint)
+        return None
+    anchor = _nearest_existing(os.path.dirname(path))
+    if not os.path.isdir(anchor):
+        return ("%s: the record file %s cannot be created: %s is not a directory%s"
+                % (names["path"], path, anchor, hint))
+    if not os.access(anchor, os.W_OK | os.X_OK) or _read_only(anchor):
+        return ("%s: the record file %s cannot be created: %s is not writable by this process%s"
+                % (names["path"], path, anchor, hint))
+    return None
+
+
+def require_usable(problems):
+    """Raise RecordLocationError when any problem was found (``problems``: lines or None)."""
+    found = [p for p in problems if p]
+    if found:
+        raise RecordLocationError(found)
