@@ -31,7 +31,8 @@ def failure_messages(res):
         if not result.get("failed"):
             continue
         out.append(str(result.get("msg", "")))
-        out.extend(str(item.get("msg", "")) for item in result.get("results") or [] if item.get("failed"))
+        out.extend(str(item.get("msg", "")) for item in result.get("results") or []
+                   if item.get("failed") or "exception" in item)  # 2.21: a failed loop item has no "failed"
     return out
 
 

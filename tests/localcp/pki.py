@@ -50,6 +50,8 @@ class PKI:
                         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
                         .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False,
                                                      False), critical=True)
+                        .add_extension(x509.SubjectKeyIdentifier.from_public_key(self.ca_key.public_key()),
+                                       critical=False)
                         .sign(self.ca_key, hashes.SHA256()))
         self.ca_path = self.dir / "ca.crt"
         _write_cert(self.ca_path, self.ca_cert)
@@ -62,7 +64,12 @@ class PKI:
                    .issuer_name(self.ca_cert.subject).public_key(key.public_key())
                    .serial_number(x509.random_serial_number())
                    .not_valid_before(self._not_before).not_valid_after(self._not_after)
-                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True))
+                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                   # what kubeadm's certificates carry, and Python 3.13's default TLS verification (VERIFY_X509_STRICT)
+                   # requires of a certificate issued by a CA: the issuer's key identifier
+                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.ca_key.public_key()),
+                                  critical=False)
+                   .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False))
         usages = []
         if client:
             usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)

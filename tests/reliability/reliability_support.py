@@ -86,8 +86,10 @@ class CaseRun(object):
         for task in self.result.tasks:
             res = task["result"]
             if task["host"] == case_id and res.get("failed"):
+                # a loop's failed items: "failed" set (ansible-core <= 2.20), or only "exception" and "msg" (2.21's
+                # JSON callback leaves "failed" out of the items of a failed loop)
                 msgs = [res.get("msg") or ""] + [item.get("msg") or "" for item in res.get("results") or []
-                                                 if isinstance(item, dict) and item.get("failed")]
+                                                 if isinstance(item, dict) and (item.get("failed") or "exception" in item)]
                 return task["task"], "\n".join(m if isinstance(m, str) else json.dumps(m) for m in msgs)
         return None
 
@@ -111,8 +113,9 @@ class CaseRun(object):
 MODULE_PARAMS = {
     "owner_references": ["state", "owner_api_versions", "record_namespace", "record_name", "record_path", "page_size",
                          "report_limit", "kubeconfig", "host", "api_key", "ca_cert"],
-    "host_endpoint_migration": ["state", "datastore", "api_version", "calicoctl_path", "label_conflicts", "wait_timeout",
-                                "poll_interval", "record_namespace", "record_path", "report_limit", "kubeconfig"],
+    "host_endpoint_migration": ["state", "datastore", "api_version", "calicoctl_path", "calicoctl_config",
+                                "label_conflicts", "wait_timeout", "poll_interval", "record_namespace", "record_path",
+                                "report_limit", "kubeconfig"],
     "ebpf_preflight_info": ["platform", "ignore", "kubeconfig"],
 }
 

@@ -15,6 +15,7 @@ hour ago), {invalid_kubeconfig} (a token no one signed), {server}, {ca}.
 import re
 
 import pytest
+import yaml
 
 from reliability_support import ca_file, kubeconfig_with, run_cases, signed_token
 
@@ -297,6 +298,38 @@ CASES = [
      r"upgrade_etcd_endpoints, .*are for the etcd datastore: upgrade_datastore is kubernetes"),
     ("upgrade-etcd-flavor-with-kubernetes-datastore", "role:upgrade",
      {"upgrade_datastore": "kubernetes", "upgrade_flavor": "calico-etcd.yaml"}, r"upgrade_flavor calico-etcd.yaml is an etcd datastore manifest: upgrade_datastore must be etcd or empty"),
+    # -- issue 36: the record location and calicoctl's datastore, proven before the first write ---------------------
+    ("owner-references-role-record-namespace-missing", "role:owner_references",
+     {"owner_references_state": "detached", "owner_references_record_namespace": "no-such-namespace",
+      "owner_references_record_path": "{workdir}/oref-record.json"},
+     r"^owner_references_record_namespace: the record namespace 'no-such-namespace' does not exist .*; nothing was "
+     r"written$"),
+    ("owner-references-attach-record-namespace-missing", "module:owner_references",
+     {"state": "attached", "record_namespace": "no-such-namespace", "record_path": "{workdir}/oref-record.json"},
+     r"record_namespace: the record namespace 'no-such-namespace' does not exist .*nothing was written"),
+    ("owner-references-record-path-under-a-file", "module:owner_references",
+     {"state": "detached", "record_path": "{a_file}/record.json"},
+     r"record_path: the record file .*/record.json cannot be created: .* is not a directory; nothing was written"),
+    ("host-endpoints-role-restore-record-namespace-missing", "role:host_endpoint_migration",
+     {"host_endpoint_migration_state": "restored", "host_endpoint_migration_record_namespace": "no-such-namespace",
+      "host_endpoint_migration_record_path": "{workdir}/hep-record.json"},
+     r"host_endpoint_migration_record_namespace: the record namespace 'no-such-namespace' does not exist"),
+    ("host-endpoints-role-record-path-a-directory", "role:host_endpoint_migration",
+     {"host_endpoint_migration_state": "restored", "host_endpoint_migration_record_path": "{workdir}"},
+     r"host_endpoint_migration_record_path: .* is a directory, not a file for the record"),
+    ("host-endpoints-role-etcd-unconfigured-calicoctl", "role:host_endpoint_migration",
+     {"host_endpoint_migration_datastore": "etcd", "host_endpoint_migration_calicoctl_path": "{calicoctl}"},
+     r"host_endpoint_migration_datastore is etcd but calicoctl has no etcd settings: .*fall back to the Kubernetes "
+     r"datastore; set host_endpoint_migration_calicoctl_config"),
+    ("host-endpoints-etcd-calicoctl-config-of-kubernetes", "module:host_endpoint_migration",
+     {"datastore": "etcd", "calicoctl_path": "{calicoctl}", "calicoctl_config": "{kdd_calicoctl_config}"},
+     r"datastore is etcd but calicoctl's configuration .* is of the kubernetes datastore"),
+    ("operator-migration-record-namespace-missing", "role:operator_migration",
+     {"operator_migration_record_namespace": "no-such-namespace"},
+     r"operator_migration_record_namespace: the record namespace 'no-such-namespace' does not exist"),
+    ("datastore-migration-record-namespace-missing", "role:datastore_migration",
+     {"datastore_migration_record_namespace": "no-such-namespace"},
+     r"datastore_migration_record_namespace: the record namespace 'no-such-namespace' does not exist"),
 ]
 
 CASE_IDS = [c[0] for c in CASES]
@@ -341,7 +374,15 @@ def bad_input_run(cluster, tmp_path_factory):
         "invalid_kubeconfig": kubeconfig_with(cluster, work / "invalid.kubeconfig", token="not-a-token-anyone-signed"),
         "server": cluster.server,
         "ca": ca_file(cluster, work / "ca.crt"),
+        "workdir": str(work),
+        "a_file": str(work / "a-file"),  # a regular file: a record path below it cannot be created
+        "calicoctl": cluster.bin("calicoctl"),
+        "kdd_calicoctl_config": str(work / "kdd-calicoctl.cfg"),
     }
+    (work / "a-file").write_text("not a directory\n")
+    (work / "kdd-calicoctl.cfg").write_text(yaml.safe_dump({
+        "apiVersion": "projectcalico.org/v3", "kind": "CalicoAPIConfig", "metadata": {},
+        "spec": {"datastoreType": "kubernetes", "kubeconfig": cluster.kubeconfig}}))
     subst["expired_kubeconfig"] = kubeconfig_with(cluster, work / "expired.kubeconfig", token=subst["expired_token"])
     cases = dict((cid, (target, host_vars(target, variables, subst, work))) for cid, target, variables, _m in CASES)
     batches = [dict((cid, c) for cid, c in cases.items() if cid not in OWN_PROCESS)]

@@ -143,6 +143,17 @@ def test_owner_references_runs_with_its_roles_only(cluster, service_account, nam
     env, user = service_account("owner-references")
     common = {"owner_references_record_name": record, "owner_references_record_path": str(tmp_path / "record.json")}
     try:
+        # issue 36: the same identity, told to keep its record in a namespace where docs/rbac.yml gives it no
+        # ConfigMap rights (it may patch the dependents there): refused before the first write, naming the variable
+        mark = cluster.audit.mark()
+        res = token_run("playbooks/owner_references.yml", env, tmp_path, owner_references_state="detached",
+                        owner_references_record_namespace="default", **common)
+        assert res.returncode != 0
+        assert ("owner_references_record_namespace: the job's identity may not write the record ConfigMap "
+                "default/%s" % record) in res.stdout, res.stdout[-4000:]
+        assert cluster.audit.writes_since(mark, users=[user]) == []
+        assert len(calico_refs(api.get(coll("v1", "configmaps", namespace) + "/dependent"))) == 1
+        assert not (tmp_path / "record.json").exists()
         res = token_run("playbooks/owner_references.yml", env, tmp_path, owner_references_state="detached", **common)
         assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
         assert calico_refs(api.get(coll("v1", "configmaps", namespace) + "/dependent")) == []

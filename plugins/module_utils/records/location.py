@@ -29,6 +29,7 @@ import os
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 
+
 class RecordLocationError(Exception):
     """The record cannot be kept where the job was told; ``problems`` lists each as one line."""
 

@@ -291,7 +291,7 @@ class RecordStore(object):
             with open(self.path, "r") as handle:
                 text = handle.read()
         except IOError as exc:
-            if exc.errno in (errno.ENOENT, errno.ENOTDIR):  # no file (a path under a file: check_location says)
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR):  # none, or unusable: check_location says
                 return None, None
             raise RecordStoreError("cannot read the record file %s: %s" % (self.path, exc))
         try:
