@@ -492,3 +492,60 @@ def test_a_node_whose_automatic_endpoint_never_appears_keeps_its_old_endpoint_wi
     assert api.get(HEPS + "/" + n2 + "-all") is not None
     assert api.get(HEPS + "/" + n1 + "-all") is None and api.get(HEPS + "/" + n1 + "-auto-hep") is not None
     assert labels_of(api, "/api/v1/nodes/" + n2)["env"] == "prod"  # labels copied all the same
+
+
+# -- issue 36: datastore etcd, but calicoctl would work on the Kubernetes datastore ----------------------------------
+
+CLUSTER_INFORMATION = coll(CRD, "clusterinformations") + "/default"
+WRAPPER = """#!/bin/sh
+# calicoctl as a wrapper some hosts have: its own settings (the Kubernetes datastore), whatever it is given
+for a in "$@"; do shift; case "$a" in --config=*) ;; *) set -- "$@" "$a";; esac; done
+exec env -u CALICO_DATASTORE_TYPE DATASTORE_TYPE=kubernetes KUBECONFIG={kubeconfig} {calicoctl} "$@"
+"""
+
+
+def test_etcd_declared_while_calicoctl_reaches_the_kubernetes_datastore_writes_nothing(cluster, world, ansible,
+                                                                                      namespace, tmp_path):
+    """The Kubernetes datastore holds host endpoints; the job is told datastore=etcd. calicoctl v3.31 with no etcd
+    settings falls back to the Kubernetes datastore (libcalico-go applyConfigDefaults), and a wrapper that carries
+    its own settings reaches it whatever it is given: both must fail before any write, naming the variable, and leave
+    the endpoints and the nodes as they were. The second case is seen by the real calicoctl reading the Kubernetes
+    API's ClusterInformation (its clusterGUID compared with what the module reads there itself)."""
+    api = world["api"]
+    n1, = world["add_nodes"]({"1": {}})
+    api.req("POST", HEPS, old_hep(n1 + "-all", n1, {"env": "kdd"}))
+    created_ci = api.get(CLUSTER_INFORMATION) is None
+    if created_ci:
+        api.req("POST", coll(CRD, "clusterinformations"), {
+            "apiVersion": CRD, "kind": "ClusterInformation", "metadata": {"name": "default"},
+            "spec": {"clusterGUID": "kdd-" + world["tag"], "clusterType": "k8s,kdd", "datastoreReady": True,
+                     "calicoVersion": "v3.31.4"}})
+    wrapper = tmp_path / "calicoctl-wrapper"
+    wrapper.write_text(WRAPPER.format(kubeconfig=cluster.kubeconfig, calicoctl=cluster.bin("calicoctl")))
+    wrapper.chmod(0o755)
+    etcd_cfg = tmp_path / "etcd-calicoctl.cfg"
+    etcd_cfg.write_text(yaml.safe_dump({"apiVersion": "projectcalico.org/v3", "kind": "CalicoAPIConfig",
+                                        "metadata": {}, "spec": {"datastoreType": "etcdv3",
+                                                                 "etcdEndpoints": cluster.cp.state["etcd"]}}))
+    cases = [
+        ({"host_endpoint_migration_calicoctl_path": cluster.bin("calicoctl")},
+         "host_endpoint_migration_datastore is etcd but calicoctl has no etcd settings"),
+        ({"host_endpoint_migration_calicoctl_path": str(wrapper),
+          "host_endpoint_migration_calicoctl_config": str(etcd_cfg)},
+         "host_endpoint_migration_datastore is etcd but calicoctl (%s) reaches the Kubernetes datastore" % wrapper),
+    ]
+    try:
+        for extra, needle in cases:
+            mark = cluster.audit.mark()
+            play = ansible.playbook(PLAYBOOK, extra_vars=play_vars(tmp_path, namespace,
+                                                                   host_endpoint_migration_datastore="etcd", **extra))
+            assert play.rc != 0
+            res = module_result(play)
+            assert needle in res["msg"] and res["msg"].endswith("nothing was written"), res["msg"]
+            assert cluster.audit.writes_since(mark) == []
+            assert api.get(HEPS + "/" + n1 + "-all") is not None
+            assert labels_of(api, "/api/v1/nodes/" + n1).get("env") is None
+            assert api.get(KCC)["spec"]["controllers"]["node"]["hostEndpoint"]["autoCreate"] == "Disabled"
+    finally:
+        if created_ci:
+            api.delete(CLUSTER_INFORMATION)
