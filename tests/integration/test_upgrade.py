@@ -568,6 +568,33 @@ def test_guard_refuses_without_writing(cluster, ansible, install, tmp_path, tag,
     assert record(cluster, variables) is None
 
 
+@pytest.mark.parametrize("where, words", [
+    ({"upgrade_record_namespace": "no-such-namespace"},
+     "upgrade_record_namespace: the record namespace 'no-such-namespace' does not exist"),
+    ({"upgrade_owner_references_record_namespace": "no-such-namespace"},
+     "upgrade_owner_references_record_namespace: the record namespace 'no-such-namespace' does not exist"),
+    ({"upgrade_owner_references_record_path": "{a_file}/owner-references.json"},
+     "upgrade_owner_references_record_path: the record file {a_file}/owner-references.json cannot be created"),
+])
+def test_an_unusable_record_location_stops_the_upgrade_before_any_write(cluster, ansible, install, tmp_path, where,
+                                                                         words):
+    """Issue 36: the upgrade keeps its own record and, from a source older than v3.28, the owner references' record;
+    both locations are proven (a dry run of each write, the file's path) before the first write."""
+    install.apply_release(SOURCE, "calico.yaml")
+    wait_daemonset(cluster, "calico-node")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory\n")
+    where = dict((k, v.replace("{a_file}", str(a_file))) for k, v in where.items())
+    variables = upgrade_vars(cluster, tmp_path, install, **where)
+    mark = cluster.audit.mark()
+    res = run(ansible, variables, ok=False)
+    writes = cluster.audit.writes_since(mark)
+    assert res.rc != 0 and words.replace("{a_file}", str(a_file)) in failure(res), failure(res)
+    assert failure(res).endswith("nothing was written"), failure(res)
+    assert writes == [], [describe(e) for e in writes]
+    assert record(cluster, variables) is None
+
+
 def test_guard_noop_at_the_target(cluster, ansible, install, tmp_path):
     install.apply_release(TARGET, "calico.yaml")
     wait_daemonset(cluster, "calico-node")
