@@ -122,8 +122,11 @@ def check_file(path, names=None, given=True):
     return None
 
 
-def require_usable(problems):
-    """Raise RecordLocationError when any problem was found (``problems``: lines or None)."""
+def require_usable(problems, error=None):
+    """Raise ``error`` (default RecordLocationError) when any problem was found (``problems``: lines or None), its
+    message every problem and that nothing was written."""
     found = [p for p in problems if p]
     if found:
-        raise RecordLocationError(found)
+        if error is None:
+            raise RecordLocationError(found)
+        raise error(str(RecordLocationError(found)))

@@ -43,7 +43,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client im
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import DATA_KEY, RECORD_LABEL, atomic_write
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.location import (
-    RecordLocationError, check_configmap, check_file, configmap_problem, require_usable, variable_names)
+    check_configmap, check_file, configmap_problem, require_usable, variable_names)
 
 FORMAT = 1
 MANAGED_BY = {"app.kubernetes.io/managed-by": "calico-ops"}
@@ -153,10 +153,7 @@ def check_record_location(client, namespace, name, how="apply", path=None, keeps
         given = bool(path)
         path = os.path.abspath(os.path.expanduser(path or default_record_path(name, cluster_id(client))))
         problems.append(check_file(path, names=names, given=given))
-    try:
-        require_usable(problems)
-    except RecordLocationError as exc:
-        raise RecordStoreError(str(exc))
+    require_usable(problems, error=RecordStoreError)
     return {"namespace": namespace, "name": name, "exists": existing is not None if how == "store" else None,
             "path": path or None}
 
@@ -337,11 +334,8 @@ class RecordStore(object):
         text = known["text"] if known else self._chunk_text(0, [])
         body = self._configmap(0, text, known["rv"] if known else None)
         existing = {"metadata": {"resourceVersion": known["rv"]}} if known else None
-        try:
-            require_usable([check_configmap(self.client, body, existing=existing, names=names),
-                            check_file(self.path, names=names, given=path_given)])
-        except RecordLocationError as exc:
-            raise RecordStoreError(str(exc))
+        require_usable([check_configmap(self.client, body, existing=existing, names=names),
+                        check_file(self.path, names=names, given=path_given)], error=RecordStoreError)
 
     # -- saving --------------------------------------------------------------------------------------
 
