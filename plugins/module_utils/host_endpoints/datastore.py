@@ -159,16 +159,8 @@ class CalicoctlDatastore(object):
 
     def _cluster_guid(self):
         """The clusterGUID of ClusterInformation ``default`` as calicoctl reads it (None when it has none)."""
-        args = ["get", "clusterinformation", "default", "-o", "json"]
-        rc, out, err = self._call(args)
-        if rc != 0:
-            if _not_found(err + out):
-                return None
-            raise self._fail(args, rc, out, err)
-        try:
-            return ((json.loads(out) or {}).get("spec") or {}).get("clusterGUID")
-        except ValueError:
-            raise DatastoreError("calicoctl %s: the output is not JSON: %s" % (" ".join(args), out[:200]))
+        found = self._get_one(["get", "clusterinformation", "default", "-o", "json"])
+        return ((found or {}).get("spec") or {}).get("clusterGUID")
 
     def _check_reaches_etcd(self):
         if self.client is None:
@@ -240,8 +232,8 @@ class CalicoctlDatastore(object):
             item.setdefault("kind", rules.HEP_KIND)
         return items
 
-    def get_kcc(self):
-        args = ["get", rules.KCC_PLURAL, rules.KCC_NAME, "-o", "json"]
+    def _get_one(self, args):
+        """One object as ``calicoctl get ... -o json`` prints it, or None when calicoctl says it does not exist."""
         rc, out, err = self._call(args)
         if rc != 0:
             if _not_found(err + out):
@@ -251,6 +243,9 @@ class CalicoctlDatastore(object):
             return json.loads(out)
         except ValueError:
             raise DatastoreError("calicoctl %s: the output is not JSON: %s" % (" ".join(args), out[:200]))
+
+    def get_kcc(self):
+        return self._get_one(["get", rules.KCC_PLURAL, rules.KCC_NAME, "-o", "json"])
 
     def _create(self, body):
         args = ["create", "-f", "-"]
