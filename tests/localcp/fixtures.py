@@ -48,7 +48,12 @@ ANSIBLE_VENV_ENV = "CALICO_OPS_ANSIBLE_VENV"
 
 def ansible_venv() -> Path:
     other = os.environ.get(ANSIBLE_VENV_ENV)
-    return Path(other).resolve() if other else Path(sys.executable).parent.parent
+    if not other:
+        return Path(sys.executable).parent.parent
+    venv = Path(other).resolve()
+    if not (venv / "bin" / "ansible-playbook").is_file():  # never fall back to .venv's core unnoticed
+        raise RuntimeError(f"{ANSIBLE_VENV_ENV}={other}: no bin/ansible-playbook there")
+    return venv
 
 
 def ansible_bin(name: str) -> str:
