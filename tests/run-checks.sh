@@ -149,7 +149,7 @@ OLDEST_CORE_TESTS=(
   "tests/integration/test_install_ebpf.py::test_install_ebpf_configmap_path_with_the_real_operator"
   "tests/integration/test_upgrade.py::test_operator_upgrade"
   "tests/integration/test_upgrade.py::test_helm_upgrade"
-  "tests/integration/test_upgrade.py::test_manifest_upgrade"
+  "tests/integration/test_upgrade.py::test_manifest_upgrade[calico.yaml]"
   "tests/integration/test_owner_references.py::test_detach_survive_the_new_uids_then_attach"
 )
 step_oldest_core() {
