@@ -63,6 +63,7 @@ BASE = {
     "objects_info": {"objects": [{"api_version": "v1", "kind": "ConfigMap", "namespace": "NS", "name": "owned"}]},
     "owner_references": {"state": "detached", "record_namespace": "NS", "record_name": "or-record",
                          "record_path": "TMP/or-record.json", "owner_api_versions": ["crd.projectcalico.org/v1"]},
+    "record_location_info": {"namespace": "NS", "name": "rl-record"},
     "services_endpoint_info": {"namespace": "NS", "endpoint_host": "api.example.com", "endpoint_port": 6443},
     "tigerastatus_info": {},
     "upgrade_manifest": {"src": "TMP/calico.yaml", "dest": "TMP/out-upgrade.yaml"},
@@ -88,6 +89,7 @@ SCENARIOS = {
         "operator_migration_info": ({}, "daemonsets.apps NS/calico-node"),
         "objects_info": ({}, "ConfigMap NS/owned"),
         "owner_references": ({}, "configmaps NS/or-record"),
+        "record_location_info": ({}, "NS/rl-record"),
         "services_endpoint_info": ({}, "configmaps NS/kubernetes-services-endpoint"),
         "tigerastatus_info": ({}, "tigerastatuses.operator.tigera.io"),
         "upgrade_manifest": FILE_ONLY,
@@ -108,6 +110,7 @@ SCENARIOS = {
         "operator_migration_info": ({}, "daemonsets.apps NS/calico-node"),
         "objects_info": ({}, "configmaps NS/owned"),  # discovery is open to every authenticated user: the GET
         "owner_references": ({}, "v1/configmaps"),  # every type it cannot list, with the statuses
+        "record_location_info": ({}, "ConfigMap NS/rl-record"),  # the dry run of the record's write, refused
         "services_endpoint_info": ({}, "nodes"),  # its first read: the nodes (platform)
         "tigerastatus_info": ({}, "tigerastatuses.operator.tigera.io"),
         "upgrade_manifest": FILE_ONLY,
@@ -133,9 +136,9 @@ SCENARIOS = {
         "operator_migration_info": "reads only: a missing calico-node, operator, Installation or record is a finding "
                                    "(plan refuse or nothing), not a failure",
         "objects_info": "a missing object is reported (found: false), a type not served too (served: false)",
-        # attach reads the record detach wrote: none in a namespace that does not exist
-        "owner_references": ({"state": "attached", "record_namespace": "absent-ns"}, "absent-ns/or-record",
-                             "No owner references record"),
+        # the record location is proven before anything else (issue 36): a namespace that does not exist is named
+        "owner_references": ({"state": "attached", "record_namespace": "absent-ns"}, "absent-ns/or-record"),
+        "record_location_info": ({"namespace": "absent-ns"}, "absent-ns/rl-record"),
         "services_endpoint_info": "reads only: a missing namespace, ConfigMap or operator is reported, not a failure",
         "tigerastatus_info": "a missing TigeraStatus (or its CRD) is reported (installed: false), not a failure",
         "upgrade_manifest": ({"src": "TMP/missing.yaml"}, "TMP/missing.yaml", "cannot read"),  # a file's 404
@@ -161,6 +164,7 @@ SCENARIOS = {
         "operator_migration_info": "reads only: a read never conflicts",
         "objects_info": "reads only: a read never conflicts",
         "owner_references": "a 409 on its record or a dependent's ownerReferences is read again and retried, by design",
+        "record_location_info": "dry runs only: a dry-run apply with force, or a create whose 409 proves the right",
         "services_endpoint_info": "reads only: a read never conflicts",
         "tigerastatus_info": "reads only: a read never conflicts",
         "upgrade_manifest": FILE_ONLY,
