@@ -232,7 +232,7 @@ step_matrix() {
   [ ${#failed_items[@]} -eq 0 ]
 }
 
-# what make test runs of the matrix beyond .venv's core (the whole of it takes about half an hour here): sanity and
+# what make test runs of the matrix beyond .venv's core (the whole of it took 16.5 minutes here): sanity and
 # the unit tests on the oldest ansible-core of requires_ansible
 step_matrix_reduced() {
   CALICO_OPS_MATRIX=${CALICO_OPS_MATRIX:-2.16:sanity 2.16:units} step_matrix
