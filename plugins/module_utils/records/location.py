@@ -30,15 +30,6 @@ import os
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 
 
-class RecordLocationError(Exception):
-    """The record cannot be kept where the job was told; ``problems`` lists each as one line."""
-
-    def __init__(self, problems):
-        self.problems = list(problems)
-        super(RecordLocationError, self).__init__(
-            "%s; nothing was written" % "; ".join(self.problems))
-
-
 def variable_names(prefix=None):
     """The names of the record's variables: a module's options (no prefix) or a role's (``prefix``)."""
     return dict((key, "%srecord_%s" % (prefix or "", key)) for key in ("namespace", "name", "path"))
@@ -60,23 +51,21 @@ def configmap_problem(exc, namespace, name, names):
     return "%s / %s: the record %s cannot be written (dry run: %s)" % (names["namespace"], names["name"], where, exc)
 
 
-def check_configmap(client, body, existing=None, how="write", names=None):
-    """The line of what stops ``body`` (a ConfigMap) from being written, or None: a server-side dry run of a create
-    (``existing`` None), a replace of ``existing``'s resourceVersion, or (``how="apply"``) a server-side apply."""
+def check_configmap(client, body, how="create", names=None):
+    """The line of what stops ``body`` (a ConfigMap) from being written, or None: a server-side dry run of the write
+    the job will make - ``create``, ``replace`` (``body`` carries the resourceVersion read) or ``apply``."""
     names = names or variable_names()
     meta = body.get("metadata") or {}
     namespace, name = meta.get("namespace"), meta.get("name")
     try:
         if how == "apply":
             client.apply("v1", "configmaps", body, namespace=namespace, dry_run=True)
-        elif existing is None:
-            client.create("v1", "configmaps", body, namespace=namespace, dry_run=True)
-        else:
-            body = dict(body, metadata=dict(meta, resourceVersion=(existing.get("metadata") or {}).get(
-                "resourceVersion")))
+        elif how == "replace":
             client.replace("v1", "configmaps", body, namespace=namespace, dry_run=True)
+        else:
+            client.create("v1", "configmaps", body, namespace=namespace, dry_run=True)
     except ClientError as exc:
-        if existing is None and how != "apply" and exc.status == 409:
+        if how == "create" and exc.status == 409:
             return None  # created meanwhile: the identity may create there
         return configmap_problem(exc, namespace, name, names)
     return None
@@ -122,11 +111,9 @@ def check_file(path, names=None, given=True):
     return None
 
 
-def require_usable(problems, error=None):
-    """Raise ``error`` (default RecordLocationError) when any problem was found (``problems``: lines or None), its
-    message every problem and that nothing was written."""
+def require_usable(problems, error):
+    """Raise ``error`` when any problem was found (``problems``: lines or None), its message every problem and that
+    nothing was written."""
     found = [p for p in problems if p]
     if found:
-        if error is None:
-            raise RecordLocationError(found)
-        raise error(str(RecordLocationError(found)))
+        raise error("%s; nothing was written" % "; ".join(found))

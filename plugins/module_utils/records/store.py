@@ -144,11 +144,12 @@ def check_record_location(client, namespace, name, how="apply", path=None, keeps
         except ClientError as exc:
             problems.append(configmap_problem(exc, namespace, name, names))
     if not problems:
-        body = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)}}
-        if existing is not None:
-            body = dict(existing)
-        problems.append(check_configmap(client, body, existing=existing, how=how, names=names))
+        if existing is not None:  # a RecordStore replaces the record it read
+            problems.append(check_configmap(client, existing, how="replace", names=names))
+        else:
+            body = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)}}
+            problems.append(check_configmap(client, body, how="apply" if how == "apply" else "create", names=names))
     if path or keeps_file:
         given = bool(path)
         path = os.path.abspath(os.path.expanduser(path or default_record_path(name, cluster_id(client))))
@@ -333,8 +334,7 @@ class RecordStore(object):
         known = self._chunks.get(0)
         text = known["text"] if known else self._chunk_text(0, [])
         body = self._configmap(0, text, known["rv"] if known else None)
-        existing = {"metadata": {"resourceVersion": known["rv"]}} if known else None
-        require_usable([check_configmap(self.client, body, existing=existing, names=names),
+        require_usable([check_configmap(self.client, body, how="replace" if known else "create", names=names),
                         check_file(self.path, names=names, given=path_given)], error=RecordStoreError)
 
     # -- saving --------------------------------------------------------------------------------------
