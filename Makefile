@@ -15,7 +15,7 @@ export PYTHONPATH := $(CURDIR)/tests
 export ANSIBLE_NOCOLOR := 1
 export PY_COLORS := 0
 
-.PHONY: help venv collection binaries cluster-up cluster-down cluster-env demo test lint sanity unit \
+.PHONY: help venv collection binaries demo-binaries debian-packages cluster-up cluster-down cluster-env demo test lint sanity unit \
 	integration reliability molecule changelog build clean bench
 
 help:
@@ -55,9 +55,18 @@ $(COLLECTION_LINK):
 $(COLLECTIONS)/ansible_collections/awx/awx/MANIFEST.json: tests/tools/awx-collection.sh $(VENV)/.installed
 	@bash tests/tools/awx-collection.sh $(BIN)/pip $(COLLECTIONS)
 
-binaries: venv
+binaries: venv debian-packages
 	@echo "==> building (or finding) the local control plane's binaries in $${CALICO_OPS_CACHE:-~/.cache/calico_ops}"
 	@$(BIN)/python -m localcp build
+
+# what `make demo` runs: the control plane, the newest operator, kube-controllers, apiserver and the data plane
+demo-binaries: venv debian-packages
+	@echo "==> building (or finding) what the demo runs in $${CALICO_OPS_CACHE:-~/.cache/calico_ops} (cold: ~45 min on 2 cores, progress below)"
+	@$(BIN)/python -m localcp build --only demo
+
+# clang-19, libpcap-dev, ... for the data plane's build (tests/tools/debian-packages.sh says why each)
+debian-packages:
+	@bash tests/tools/debian-packages.sh
 
 cluster-up: venv collection binaries
 	@$(BIN)/python -m localcp up
@@ -68,7 +77,7 @@ cluster-down: venv
 cluster-env: venv
 	@$(BIN)/python -m localcp env
 
-demo: venv collection binaries
+demo: venv collection demo-binaries
 	@bash tests/demo.sh
 
 # make test runs of the matrix the oldest core's venv (sanity and units on ansible-core 2.16; .venv is the newest)

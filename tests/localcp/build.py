@@ -23,8 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from .versions import (CALICO_COMPONENTS, CALICO_VERSION, ETCD_MODULE, HELM_MODULE, HELM_VERSION,
-                       KUBERNETES_VERSION, KWOK_MODULE, KWOK_VERSION, OPERATOR_VERSION, OPERATOR_VERSIONS)
+from .versions import (CALICO_COMPONENTS, CALICO_GO_TOOLCHAIN, CALICO_VERSION, DATAPLANE_BINARIES, ETCD_MODULE,
+                       HELM_MODULE, HELM_VERSION, KUBERNETES_VERSION, KWOK_MODULE, KWOK_VERSION, OPERATOR_VERSION,
+                       OPERATOR_VERSIONS)
 
 
 class BuildError(RuntimeError):
@@ -94,11 +95,13 @@ def _go() -> str:
     return go
 
 
-def _run(cmd: list, cwd: Path, what: str, progress: bool = False) -> str:
+def _run(cmd: list, cwd: Path, what: str, progress: bool = False, env: dict | None = None) -> str:
     """Run a go command; stream a progress count when asked; raise BuildError with its last lines."""
     log(f"{what}: {' '.join(str(c) for c in cmd)}")
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=str(cwd), env=_go_env(), stdout=subprocess.PIPE,
+    full_env = _go_env()
+    full_env.update(env or {})
+    proc = subprocess.Popen(cmd, cwd=str(cwd), env=full_env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     lines = []
     count = 0
@@ -306,18 +309,29 @@ def third_party_dir() -> Path:
                      + "; set CALICO_OPS_THIRD_PARTY_DIR to a folder with build-tigera-operator.sh")
 
 
-def _script(script: str, args: list, what: str) -> None:
-    """Run one of third_party's build scripts with the Go found here first on PATH."""
+def _script(script: str, args: list, what: str, env: dict | None = None, progress: bool = False) -> None:
+    """Run one of third_party's build scripts with the Go found here first on PATH. ``progress``: every 15 s a
+    line with the time so far and the script's last line (a long build shows it moves)."""
     env_path = os.pathsep.join([str(Path(_go()).parent), os.environ.get("PATH", "")])
     cmd = ["bash", str(third_party_dir() / script)] + [str(a) for a in args]
-    log(f"{what}: {' '.join(cmd)} (a few minutes on 2 cores)")
+    log(f"{what}: {' '.join(cmd)}" + ("" if progress else " (a few minutes on 2 cores)"))
     start = time.monotonic()
-    env = _go_env()
-    env["PATH"] = env_path
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise BuildError(f"{what} failed (exit {proc.returncode}):\n"
-                         + "\n".join((proc.stdout + proc.stderr).splitlines()[-40:]))
+    full_env = _go_env()
+    full_env["PATH"] = env_path
+    full_env.update(env or {})
+    proc = subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, last = [], start
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line.rstrip())
+        if len(lines) > 400:
+            del lines[:200]
+        now = time.monotonic()
+        if progress and now - last >= 15:
+            log(f"{what}: {int(now - start)}s so far; now: {line.strip()[:160]}")
+            last = now
+    if proc.wait() != 0:
+        raise BuildError(f"{what} failed (exit {proc.returncode}):\n" + "\n".join(lines[-40:]))
     log(f"{what}: done in {int(time.monotonic() - start)}s")
 
 
@@ -350,11 +364,12 @@ def calico_dir() -> Path:
     return cache_root() / f"calico-{CALICO_VERSION}"
 
 
-def build_calico_components() -> Path:
+def build_calico_components(demo: bool = False) -> Path:
     """calicoctl, calico-kube-controllers and calico-apiserver of Calico v3.31.4, with third_party's
-    build-calico-component.sh (one extracted, edited source tree shared by the three builds)."""
+    build-calico-component.sh (one extracted, edited source tree shared by the three builds). ``demo``: the two
+    the demo's install runs (not calicoctl, which only the upgrade's migrations use)."""
     bindir = calico_dir()
-    names = list(CALICO_COMPONENTS)
+    names = [n for n in CALICO_COMPONENTS if not (demo and n == "calicoctl")]
     if _have(bindir, names):
         return bindir
     with _BuildLock(bindir.name):
@@ -373,21 +388,82 @@ def _build_calico_components(bindir: Path, names: list) -> None:
     _finish(out, bindir, names)
 
 
-def build_all(calico: bool = True) -> dict:
+def dataplane_dir() -> Path:
+    return cache_root() / f"calico-node-{CALICO_VERSION}"
+
+
+# Debian packages the data plane's build needs (build-calico-felix.sh's header says why each): `make binaries`
+# installs the missing ones (tests/tools/debian-packages.sh); the build only checks, naming what is missing.
+DATAPLANE_DEBIAN_PACKAGES = ("clang-19", "llvm-19", "libelf-dev", "zlib1g-dev", "libpcap-dev", "make", "gcc")
+
+
+def build_dataplane() -> Path:
+    """Calico v3.31.4's data plane, built once into ``<cache>/calico-node-v3.31.4``: calico-node (``-startup``,
+    ``-felix``, ``-allocate-tunnel-addrs``, ... as the calico/node image runs them), calico-typha, Felix alone,
+    Calico's ``calico-bpf`` debug tool and every BPF object (third_party's build-calico-felix.sh), and Calico's
+    CNI plugin (``cni-plugin/cmd/calico``, the one binary that is both ``calico`` and ``calico-ipam``) from the
+    same source tree. The objects' directory is compiled into the binaries (``-X ...bpfdefs.ObjectDir``), so they
+    are built in place; ``.complete`` marks a finished build."""
+    bindir = dataplane_dir()
+    if (bindir / ".complete").is_file() and _have(bindir, list(DATAPLANE_BINARIES)):
+        return bindir
+    with _BuildLock(bindir.name):
+        if not ((bindir / ".complete").is_file() and _have(bindir, list(DATAPLANE_BINARIES))):
+            _build_dataplane(bindir)
+    return bindir
+
+
+def _build_dataplane(bindir: Path) -> None:
+    missing = [t for t in ("clang-19", "llc-19", "make", "gcc") if not shutil.which(t)]
+    if missing:
+        raise BuildError(f"calico-node: {', '.join(missing)} not found (Debian: apt-get install "
+                         f"{' '.join(DATAPLANE_DEBIAN_PACKAGES)}; `make binaries` does it)")
+    work = cache_root() / "build" / f"calico-felix-{CALICO_VERSION}"
+    src = work / f"calico-{CALICO_VERSION.lstrip('v')}"
+    if not _have(bindir, ["calico-node", "calico-typha", "calico-felix", "calico-bpf"]) or not (
+            bindir / "bpf").is_dir():
+        # the BPF programs include <bpf/bpf_helpers.h>, which the Makefile's `-I ./libbpf/src/` does not give
+        # (libbpf's tarball has the headers in src/, its `install_headers` puts them under bpf/): a directory
+        # whose bpf/ is libbpf's src/, on clang's CPATH, gives that include path without editing the tree
+        include = cache_root() / "build" / "libbpf-include"
+        include.mkdir(parents=True, exist_ok=True)
+        link = include / "bpf"
+        if not link.is_symlink():
+            link.symlink_to(src / "felix" / "bpf-gpl" / "libbpf" / "src")
+        _script("build-calico-felix.sh", [bindir, work], "compile calico-node, calico-typha, Felix and its BPF "
+                "programs (~300 objects; ~30 minutes cold on 2 cores)", env={"CPATH": str(include)},
+                progress=True)
+    env = {"GOTOOLCHAIN": CALICO_GO_TOOLCHAIN, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -buildvcs=false"}
+    _run([_go(), "build", "-o", str(bindir / "calico"), "-ldflags", "-s -w", "./cni-plugin/cmd/calico"], src,
+         "compile Calico's CNI plugin (calico, calico-ipam)", env=env)
+    ipam = bindir / "calico-ipam"
+    if not ipam.is_symlink():
+        ipam.symlink_to("calico")
+    (bindir / ".complete").write_text(CALICO_VERSION + "\n")
+
+
+def build_all(calico: bool = True, only: str = "all") -> dict:
     """Build (or find) every binary; return name -> path. ``calico``: also the Tigera operators
-    (``operator-<version>``) and the Calico components."""
+    (``operator-<version>``) and the Calico components. ``only="demo"``: what `make demo` needs - the control plane,
+    the newest operator, calico-kube-controllers, calico-apiserver and the data plane (not the two older operators,
+    calicoctl, helm)."""
     paths = {}
     kube = build_kubernetes()
     for n in KUBE_BINARIES:
         paths[n] = kube / n
     paths["kwok"] = build_kwok() / "kwok"
-    paths["helm"] = build_helm() / "helm"
+    if only != "demo":
+        paths["helm"] = build_helm() / "helm"
     if calico:
-        for version in OPERATOR_VERSIONS:
+        for version in ([OPERATOR_VERSION] if only == "demo" else OPERATOR_VERSIONS):
             paths[f"operator-{version}"] = build_operator(version) / "operator"
-        comp = build_calico_components()
+        comp = build_calico_components(demo=only == "demo")
         for n in CALICO_COMPONENTS:
-            paths[n] = comp / n
+            if (comp / n).is_file():
+                paths[n] = comp / n
+        data = build_dataplane()
+        for n in DATAPLANE_BINARIES:
+            paths[n] = data / n
     return paths
 
 
@@ -396,9 +472,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--no-calico", action="store_true",
                         help="only the control plane (no Tigera operators, no Calico components)")
+    parser.add_argument("--only", choices=["all", "demo"], default="all",
+                        help="demo: what `make demo` needs (not the older operators, calicoctl, helm)")
     args = parser.parse_args(argv)
     try:
-        for name, path in build_all(calico=not args.no_calico).items():
+        for name, path in build_all(calico=not args.no_calico, only=args.only).items():
             print(f"{name}\t{path}")
     except BuildError as exc:
         log(f"build failed: {exc}")

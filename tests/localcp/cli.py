@@ -49,22 +49,30 @@ def main(argv=None) -> int:
     p_up.add_argument("--timeout", type=float, default=120, help="per-component health timeout (s)")
     p_up.add_argument("--shape", default="none", choices=["none", "kubeadm"],
                       help="kubeadm: the kube-proxy addon, kubeadm-config and a node-network API endpoint")
+    p_up.add_argument("--dataplane", action="store_true",
+                      help="nodes with a network (implies --shape kubeadm): the real calico-node and Typha run "
+                           "behind their pods in each node's namespaces (localcp/dataplane.py)")
+    p_up.add_argument("--builds", choices=["all", "demo"], default="all",
+                      help="demo: build only what the demo runs")
     for name in ("down", "env", "status"):
         p = sub.add_parser(name)
         p.add_argument("--dir", help="run directory (default: the last one started)")
     p_build = sub.add_parser("build")
     p_build.add_argument("--no-calico", action="store_true")
+    p_build.add_argument("--only", choices=["all", "demo"], default="all")
     args = parser.parse_args(argv)
 
     if args.cmd == "build":
-        return build.main(["--no-calico"] if args.no_calico else [])
+        return build.main((["--no-calico"] if args.no_calico else []) + ["--only", args.only])
 
     if args.cmd == "up":
         # several control planes may run at once (free ports, own run dirs); `down` without --dir stops
         # the most recent one
         cp = ControlPlane(args.dir, die_with_parent=False)
         try:
-            cp.start(default_specs(args.nodes), timeout=args.timeout, shape=args.shape)
+            cp.start(default_specs(args.nodes), timeout=args.timeout,
+                     shape="kubeadm" if args.dataplane else args.shape, with_dataplane=args.dataplane,
+                     builds=args.builds)
         except (StartError, build.BuildError, TimeoutError, RuntimeError) as exc:
             log(f"up failed: {exc}")
             return 1

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from . import build, mirror, nodes, shapes
+from . import build, dataplane, mirror, nodes, shapes
 from .audit import AuditLog
 from .pki import PKI, serving_names
 
@@ -269,18 +269,29 @@ class ControlPlane:
 
     # -- start -------------------------------------------------------------------------------------
 
-    def start(self, node_specs: list | None = None, timeout: float = 120, shape: str = "none") -> "ControlPlane":
+    def start(self, node_specs: list | None = None, timeout: float = 120, shape: str = "none",
+              with_dataplane: bool = False, builds: str = "all") -> "ControlPlane":
         """``shape``: ``none`` (a bare control plane) or ``kubeadm`` (what kubeadm init leaves: the kube-proxy
-        addon, kubeadm-config, and Service default/kubernetes backed by a node-network address; shapes.py)."""
+        addon, kubeadm-config, and Service default/kubernetes backed by a node-network address; shapes.py).
+        ``with_dataplane``: nodes with a network (dataplane.py; kubeadm shape only): the real calico-node and
+        Typha run behind their pods, and the admin kubeconfig names the API server at its node-network address,
+        the one a node reaches. ``builds``: ``demo`` builds only what the demo runs (build.build_all)."""
         if shape not in shapes.SHAPES:
             raise StartError(f"shape: must be one of {', '.join(shapes.SHAPES)} (got {shape!r})")
+        if with_dataplane and shape != "kubeadm":
+            raise StartError("the data plane needs the kubeadm shape (its node network carries the nodes' links)")
         started = time.monotonic()
         try:
-            self.bins = {k: str(v) for k, v in build.build_all().items()}
+            self.bins = {k: str(v) for k, v in build.build_all(only=builds).items()}
             self.state = {"run_dir": str(self.run_dir), "bins": self.bins, "started": time.time(), "shape": shape}
             self._save()
-            self._start(timeout)
-            nodes.create_nodes(self, node_specs if node_specs is not None else nodes.default_specs())
+            self._start(timeout, with_dataplane)
+            specs = node_specs if node_specs is not None else nodes.default_specs()
+            if shape == "kubeadm":
+                self._node_network(timeout)
+            if with_dataplane:
+                specs = self._dataplane_nodes(specs, timeout)
+            nodes.create_nodes(self, specs)
             if shape == "kubeadm":
                 self._kubeadm(timeout)
             log(f"control plane ready in {time.monotonic() - started:.1f}s: {self.state['server']} "
@@ -290,18 +301,20 @@ class ControlPlane:
             self.stop(remove_dir=False)
             raise
 
-    def _start(self, timeout: float) -> None:
+    def _start(self, timeout: float, with_dataplane: bool = False) -> None:
         pki_dir = self.run_dir / "pki"
         pki = PKI(pki_dir)
         api_port = free_port()
         server = f"https://127.0.0.1:{api_port}"
         octet = claim_service_octet(self.run_dir)
-        service_range = f"127.{octet}.0.0/16"
+        # loopback ClusterIPs (claim_service_octet) - except with a data plane: a pod's packet to 127.0.0.0/8 never
+        # leaves the pod, so Services there get a range that travels (dataplane.service_range, routed to the nodes)
+        service_range = dataplane.service_range(octet) if with_dataplane else f"127.{octet}.0.0/16"
         self.state.update({"server": server, "api_port": api_port, "service_octet": octet,
                            "service_range": service_range})
         self._save()
         apiserver_crt, apiserver_key = pki.issue("apiserver", "kube-apiserver", server_names=serving_names(),
-                                                 server_ips=["127.0.0.1", f"127.{octet}.0.1",
+                                                 server_ips=["127.0.0.1", f"127.{octet}.0.1", dataplane.service_ip(octet, 1),
                                                              shapes.node_network(octet)["address"]], client=False)
         proxy_crt, proxy_key = pki.issue("front-proxy-client", FRONT_PROXY_USER)
         runner_crt, runner_key = pki.issue("podrunner", PODRUNNER_USER, orgs=["system:masters"])
@@ -420,7 +433,7 @@ class ControlPlane:
         self._wait("podrunner", lambda: (self.run_dir / "pods" / "processes.json").exists(), timeout)
         self._save()
 
-    def _kubeadm(self, timeout: float) -> None:
+    def _node_network(self, timeout: float) -> None:
         octet = self.state["service_octet"]
         self.state["node_network"] = octet
         self._save()
@@ -431,6 +444,44 @@ class ControlPlane:
                     env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])})
         self._wait("apiserver-forwarder",
                    lambda: self._https_ok(f"https://{net['address']}:{port}/readyz"), timeout)
+
+    def _dataplane_nodes(self, specs: list, timeout: float) -> list:
+        """Each node's namespace, link and holder (dataplane.py); the Nodes get their address as InternalIP.
+        The admin kubeconfig then names the API server at the node-network address: what the collection derives
+        the ConfigMap's endpoint from is what calico-node reaches."""
+        octet = self.state["service_octet"]
+        if len(specs) > dataplane.MAX_NODES:
+            raise StartError(f"the data plane has room for {dataplane.MAX_NODES} nodes (asked: {len(specs)})")
+        dataplane.create_router(octet)
+        self.state["dataplane"] = {"nodes": {}}
+        out = []
+        for index, spec in enumerate(specs, start=1):
+            spec = json.loads(json.dumps(spec))
+            name = spec["metadata"]["name"]
+            node = dataplane.create_node(octet, index, self.run_dir, name)
+            self.state["dataplane"]["nodes"][name] = node
+            self._save()
+            self._spawn(f"holder-{name}", dataplane.holder_command(node))
+            log_path = self.run_dir / f"holder-{name}.log"
+            self._wait(f"holder-{name}", lambda p=log_path: "ready" in p.read_text(errors="replace"), timeout)
+            node["holder"] = self.procs[f"holder-{name}"].pid
+            spec["status"]["addresses"] = [{"type": "InternalIP", "address": node["address"]},
+                                           {"type": "Hostname", "address": name}]
+            out.append(spec)
+        self._save()
+        dataplane.route_services(octet, self.state["dataplane"]["nodes"][out[0]["metadata"]["name"]])
+        net = shapes.node_network(octet)
+        pki = self.run_dir / "pki"
+        server = f"https://{net['address']}:{self.state['api_port']}"
+        write_kubeconfig(Path(self.kubeconfig), server, pki / "ca.crt", pki / "admin.crt", pki / "admin.key",
+                         ADMIN_USER)
+        self.state["node_server"] = server
+        self._save()
+        return out
+
+    def _kubeadm(self, timeout: float) -> None:
+        net = shapes.node_network(self.state["service_octet"])
+        port = self.state["api_port"]
         docs = shapes.kubeadm_objects(net["address"], port, build.KUBERNETES_VERSION)
         docs += shapes.kubernetes_endpoints(net["address"], port)
         kubectl = [self.bins["kubectl"], "--kubeconfig", self.kubeconfig]
@@ -482,11 +533,19 @@ class ControlPlane:
         pids = dict(self.state.get("pids") or {})
         for name, proc in self.procs.items():
             pids[name] = proc.pid
-        order = ["podrunner", "apiserver-forwarder", "mirror", "kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
-        for name in sorted(pids, key=lambda n: order.index(n) if n in order else -1):
+        # the pod runner first (it stops calico-node and the pods' holders), then the nodes' holders, then the rest
+        order = ["podrunner", "holder-*", "apiserver-forwarder", "mirror", "kwok", "kube-scheduler",
+                 "kube-controller-manager", "kube-apiserver", "etcd"]
+
+        def rank(name):
+            key = "holder-*" if name.startswith("holder-") else name
+            return order.index(key) if key in order else -1
+        for name in sorted(pids, key=rank):
             _terminate(pids[name], self.procs.get(name))
         self.procs.clear()
         self.state["pids"] = {}
+        for node in ((self.state.get("dataplane") or {}).get("nodes") or {}).values():
+            dataplane.delete_node(self.state["service_octet"], node["index"])
         shapes.delete_node_network(self.state.get("node_network"))
         release_service_octet(self.run_dir, self.state.get("service_octet"))
         if remove_dir:

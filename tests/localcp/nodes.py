@@ -77,10 +77,16 @@ def create_nodes(cp, specs: list, timeout: float = 300, workers: int = 16) -> li
         spec = copy.deepcopy(spec)
         created = api_request(cp, "POST", "/api/v1/nodes", spec)
         # the status given on create is not kept for every field: set nodeInfo through the status subresource
+        # (and the addresses of a node with a network, dataplane.py: kwok keeps the addresses a Node has)
         info = spec["status"]["nodeInfo"]
-        if (created.get("status") or {}).get("nodeInfo", {}).get("osImage") != info.get("osImage"):
+        status = {"nodeInfo": info}
+        if spec["status"].get("addresses"):
+            status["addresses"] = spec["status"]["addresses"]
+        have = created.get("status") or {}
+        if have.get("nodeInfo", {}).get("osImage") != info.get("osImage") or (
+                "addresses" in status and have.get("addresses") != status["addresses"]):
             api_request(cp, "PATCH", f"/api/v1/nodes/{spec['metadata']['name']}/status",
-                        {"status": {"nodeInfo": info}}, content_type="application/merge-patch+json")
+                        {"status": status}, content_type="application/merge-patch+json")
         return spec["metadata"]["name"]
 
     with ThreadPoolExecutor(max_workers=workers) as pool:

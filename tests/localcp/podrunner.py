@@ -44,6 +44,7 @@ from pathlib import Path
 
 import yaml
 
+from . import dataplane, podnet
 from .versions import CALICO_VERSION, OPERATOR_VERSIONS
 
 TOKEN_SECONDS = 7 * 24 * 3600
@@ -57,17 +58,27 @@ def log(msg: str) -> None:
 # -- the components ---------------------------------------------------------------------------------------
 
 class Component:
-    """A control component whose binary the cache holds. ``image``: the image's last two path segments."""
+    """A component whose binary the cache holds. ``image``: the image's last two path segments. ``where``: the
+    namespaces its process runs in - ``host`` (this machine's, as the control components always did), ``node``
+    (the holder of the pod's node: host-network pods of the data plane, dataplane.py) or ``pod`` (the pod's own
+    network, wired by Calico's CNI plugin: podnet.py). ``entry``: the image's entrypoint when it is not the binary
+    itself (argv before the container's args)."""
 
-    def __init__(self, name, image, binaries, extra_args=None, extra_env=None, exclusive=False):
+    def __init__(self, name, image, binaries, extra_args=None, extra_env=None, exclusive=False, where="host",
+                 entry=None, where_dataplane=None):
         self.name, self.image = name, image
         self.exclusive = exclusive  # one process per namespace (it binds an address of its Service)
-        self._binaries = binaries          # tag -> state["bins"] key
+        self._binaries = binaries          # tag -> state["bins"] key; "*": any tag
         self._extra_args = extra_args
         self._extra_env = extra_env
+        self.where = where
+        self.where_dataplane = where_dataplane or where  # where it runs on a control plane with a data plane
+        self.entry = entry
 
     def binary(self, bins: dict, tag: str):
-        key = self._binaries.get(tag)
+        key = self._binaries.get(tag) or self._binaries.get("*")
+        if key == "python":
+            return sys.executable
         return bins.get(key) if key else None
 
     def extra_args(self, ctx) -> list:
@@ -98,14 +109,55 @@ def _apiserver_args(ctx) -> list:
     """calico-apiserver serves at the ClusterIP and port of the Service that selects its pod: with aggregator
     routing off (the default) kube-apiserver dials an APIService's Service at ClusterIP:port, and the service
     range of this control plane is a loopback /16 (127.N.0.0/16), so that address is on ``lo`` already."""
+    kcfg = str(ctx.kubeconfig)
+    # its ServiceAccount's kubeconfig for the delegated authentication and authorization too (in a pod they come
+    # from the ServiceAccount token file, which a process here does not have at its absolute path)
+    auth = [f"--kubeconfig={kcfg}", f"--authentication-kubeconfig={kcfg}", f"--authorization-kubeconfig={kcfg}"]
+    if ctx.where != "host":
+        # with a data plane it runs in its pod's own network, on the port its container declares, and the Service
+        # reaches it as any pod's: through Calico's BPF NAT
+        return auth
     svc = ctx.runner.service_for(ctx.pod)
     if svc is None:
         return []
     ip = svc["spec"].get("clusterIP")
     port = (svc["spec"].get("ports") or [{}])[0].get("port", 443)
-    kcfg = str(ctx.kubeconfig)
-    return [f"--bind-address={ip}", f"--secure-port={port}", f"--kubeconfig={kcfg}",
-            f"--authentication-kubeconfig={kcfg}", f"--authorization-kubeconfig={kcfg}"]
+    return [f"--bind-address={ip}", f"--secure-port={port}"] + auth
+
+
+# Settings of calico-node that keep each node's Felix to its own namespaces. On a real host they would be wrong or
+# needless; here, without them, Felix changes this whole machine. Environment variables win over
+# FelixConfiguration (Felix's own order), so these hold whatever the install sets; each reason is printed at start.
+NODE_PRIVATE_FELIX = {
+    "FELIX_BPFCONNECTTIMELOADBALANCING": ("Disabled", "connect-time load balancing attaches to the cgroup root, "
+                                          "which every node here shares with this machine"),
+    "FELIX_BPFHOSTNETWORKEDNATWITHOUTCTLB": ("Enabled", "Services for host-networked clients then go through the "
+                                             "node's tc programs instead (Calico's setting for that case)"),
+    "FELIX_BPFDISABLEUNPRIVILEGED": ("false", "else Felix sets the machine-wide kernel.unprivileged_bpf_disabled"),
+    "FELIX_USAGEREPORTINGENABLED": ("false", "no usage report is sent from this machine"),
+}
+
+
+def _calico_node_env(ctx) -> dict:
+    env = {k: v for k, (v, _why) in NODE_PRIVATE_FELIX.items()}
+    # the cgroup v2 path Felix would mount and attach to: a directory of the node's own
+    env["CALICO_CGROUP_PATH"] = str(ctx.workdir / "cgroup")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # the entrypoint below is a Python module
+    return env
+
+
+def _calico_node_entry(ctx, binary) -> list:
+    # the image's runit + rc.local, with the real binary (calico_node_image.py)
+    return [sys.executable, "-m", "localcp.calico_node_image", binary]
+
+
+def _agnhost_entry(ctx, binary) -> list:
+    # agnhost netexec, served by localcp.podserve (it says why it stands in)
+    return [sys.executable, "-m", "localcp.podserve"]
+
+
+def _agnhost_env(ctx) -> dict:
+    return {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
 COMPONENTS = [
@@ -114,7 +166,12 @@ COMPONENTS = [
     Component("calico-kube-controllers", "calico/kube-controllers", {CALICO_VERSION: "kube-controllers"},
               extra_args=_kube_controllers_args),
     Component("calico-apiserver", "calico/apiserver", {CALICO_VERSION: "apiserver"}, extra_args=_apiserver_args,
-              exclusive=True),
+              exclusive=True, where_dataplane="pod"),
+    Component("calico-node", "calico/node", {CALICO_VERSION: "calico-node"}, extra_env=_calico_node_env,
+              where="node", entry=_calico_node_entry),
+    Component("calico-typha", "calico/typha", {CALICO_VERSION: "calico-typha"}, where="node"),
+    Component("agnhost", "e2e-test-images/agnhost", {"*": "python"}, extra_env=_agnhost_env, where="pod",
+              entry=_agnhost_entry),
 ]
 
 
@@ -181,6 +238,7 @@ class Context:
         self.runner, self.pod, self.container, self.workdir = runner, pod, container, workdir
         self.kubeconfig = workdir / "kubeconfig"
         self.mounts = {}  # mountPath -> local path
+        self.where = "host"
 
 
 # -- the runner --------------------------------------------------------------------------------------------
@@ -188,6 +246,7 @@ class Context:
 class Proc:
     def __init__(self, key, comp, tag, pod, container):
         self.key, self.comp, self.tag = key, comp, tag
+        self.where = comp.where  # comp.where_dataplane on a control plane with a data plane
         self.pod, self.container = pod, container
         self.popen = None
         self.restarts = 0
@@ -211,7 +270,9 @@ class PodRunner:
         self.pods_dir = self.run_dir / "pods"
         self.pods_dir.mkdir(exist_ok=True)
         self.procs: dict = {}
-        self.pods: dict = {}  # uid -> pod (only pods with a container of a known component)
+        self.networks: dict = {}  # pod uid -> its network (holder, addresses): pods marked for one
+        self._state_mtime = 0.0
+        self.pods: dict = {}  # uid -> pod (pods with a container of a known component, or marked for a network)
         self.lock = threading.Lock()
         self.wake = threading.Event()
         self.halt = threading.Event()
@@ -388,9 +449,20 @@ class PodRunner:
             shutil.rmtree(workdir / "volumes", ignore_errors=True)
         workdir.mkdir(parents=True, exist_ok=True)
         ctx = Context(self, pod, c, workdir)
+        ctx.where = proc.where
+        prefix = self._enter(proc)
         token = self._token(pod)
+        self._write_volumes(ctx)
+        env = self._env(ctx)
+        server = self.state["server"]
+        if proc.where != "host":
+            # in a node's or pod's namespaces 127.0.0.1 is the namespace's own: the API server is where the pod's
+            # environment says, as rest.InClusterConfig reads it (KUBERNETES_SERVICE_HOST/PORT: the ConfigMap's
+            # endpoint once the install wrote it, else the `kubernetes` Service's ClusterIP, which only a
+            # kube-proxy or Calico's own BPF NAT would serve)
+            server = f"https://{env['KUBERNETES_SERVICE_HOST']}:{env['KUBERNETES_SERVICE_PORT']}"
         cfg = {"apiVersion": "v1", "kind": "Config",
-               "clusters": [{"name": "local", "cluster": {"server": self.state["server"],
+               "clusters": [{"name": "local", "cluster": {"server": server,
                                                           "certificate-authority": self.state["ca"]}}],
                "users": [{"name": "sa", "user": {"token": token}}],
                "contexts": [{"name": "local", "context": {"cluster": "local", "user": "sa",
@@ -398,8 +470,6 @@ class PodRunner:
                "current-context": "local"}
         ctx.kubeconfig.write_text(yaml.safe_dump(cfg))
         ctx.kubeconfig.chmod(0o600)
-        self._write_volumes(ctx)
-        env = self._env(ctx)
         env.update(proc.comp.extra_env(ctx))
         env["KUBECONFIG"] = str(ctx.kubeconfig)
         env["HOSTNAME"] = meta["name"] if not pod["spec"].get("hostNetwork") else pod["spec"].get("nodeName", "")
@@ -407,17 +477,193 @@ class PodRunner:
         env["HOME"] = str(workdir)
         env = {k: self._translate(v, ctx.mounts) for k, v in env.items()}
         args = [self._translate(expand(a, env), ctx.mounts) for a in (c.get("args") or [])]
-        # the image's entrypoint is the binary; a `command` beyond it (a shell wrapper) is not run here
-        argv = [proc.binary] + args + proc.comp.extra_args(ctx)
+        # the image's entrypoint is the binary (or the component's entry); a `command` beyond it (a shell wrapper)
+        # is not run here
+        entry = proc.comp.entry(ctx, proc.binary) if proc.comp.entry else [proc.binary]
+        argv = prefix + entry + args + proc.comp.extra_args(ctx)
         logf = open(self.pods_dir / f"{meta['namespace']}_{meta['name']}_{c['name']}.log", "ab")
         logf.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} start #{proc.restarts} {proc.label}: "
                    f"{' '.join(argv)}\n".encode())
+        for line in self._notes(proc, env):
+            logf.write(f"==== {line}\n".encode())
         logf.flush()
         proc.popen = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       cwd=str(workdir), env=env, preexec_fn=_child_setup)
         logf.close()
         proc.started = time.monotonic()
         log(f"started {proc.label} ({proc.comp.name} {proc.tag}) pid {proc.popen.pid}")
+
+    # the data plane: nodes' holders and pods' networks -------------------------------------------------------------
+
+    def dataplane_nodes(self) -> dict:
+        """node name -> its namespaces (state.json ``dataplane``, written by ControlPlane as the nodes come)."""
+        path = self.run_dir / "state.json"
+        try:
+            mtime = path.stat().st_mtime
+            if mtime != self._state_mtime:
+                self.state = json.loads(path.read_text())
+                self._state_mtime = mtime
+        except (OSError, ValueError):
+            pass
+        return (self.state.get("dataplane") or {}).get("nodes") or {}
+
+    def _enter(self, proc) -> list:
+        """The nsenter prefix of a process of the data plane (``[]`` for the control components)."""
+        if proc.where == "host":
+            return []
+        node = proc.pod["spec"].get("nodeName")
+        if proc.where == "node" or proc.pod["spec"].get("hostNetwork"):
+            holder = (self.dataplane_nodes().get(node) or {}).get("holder")
+            if not holder:
+                raise RuntimeError(f"node {node} has no namespaces of its own")
+            return dataplane.enter(holder)
+        net = self.networks.get(proc.pod["metadata"]["uid"])
+        if not net or not net.get("ips"):
+            raise RuntimeError("the pod's network is not set up yet")
+        return dataplane.enter(net["holder"].pid)
+
+    def _notes(self, proc, env) -> list:
+        """What this run does that a kubelet on a real host would not, one line each, in the process's log."""
+        out = []
+        if proc.comp.name == "calico-node":
+            for key, (value, why) in NODE_PRIVATE_FELIX.items():
+                out.append(f"node-private setting {key}={value}: {why}")
+            inits = [i["name"] for i in proc.pod["spec"].get("initContainers") or []]
+            if inits:
+                out.append(f"init containers not run ({', '.join(inits)}): calico-node -init mounts bpffs and "
+                           "cgroup2 through the host's PID 1 (/nodeproc/1), which would be this machine's - the "
+                           "node's holder mounted its own bpffs; install-cni writes into the host's /etc/cni and "
+                           "/opt/cni - the pod runner calls the CNI plugin with install-cni's configuration")
+            out.append(f"API server for this process: {env.get('KUBERNETES_SERVICE_HOST')}:"
+                       f"{env.get('KUBERNETES_SERVICE_PORT')} (KUBERNETES_SERVICE_HOST/PORT of its environment)")
+        return out
+
+    def _desired_networks(self) -> dict:
+        nodes = self.dataplane_nodes()
+        out = {}
+        with self.lock:
+            pods = list(self.pods.values())
+        for pod in pods:
+            ann = pod["metadata"].get("annotations") or {}
+            node = pod["spec"].get("nodeName")
+            if (self._wants_network(pod, ann) and not pod["spec"].get("hostNetwork")
+                    and node in nodes and not pod["metadata"].get("deletionTimestamp")
+                    and (pod.get("status") or {}).get("phase") == "Running"):
+                out[pod["metadata"]["uid"]] = pod
+        return out
+
+    @staticmethod
+    def _wants_network(pod, ann) -> bool:
+        """Marked by a test, or a pod of a component that runs in its pod's network on a data plane."""
+        if ann.get(dataplane.NETWORK_ANNOTATION) == "true":
+            return True
+        return any((component_for(c.get("image") or "")[0] or Component("", "", {})).where_dataplane == "pod"
+                   for c in pod["spec"].get("containers") or [])
+
+    def _cni_setup(self, pod) -> tuple:
+        """(netconf, node holder pid) for a pod on its node: install-cni's configuration of the calico-node pod
+        that runs there, and a kubeconfig for calico-cni-plugin."""
+        node = pod["spec"]["nodeName"]
+        holder = self.dataplane_nodes()[node]["holder"]
+        with self.lock:
+            cnode = next((p for p in self.pods.values() if p["spec"].get("nodeName") == node
+                          and not p["metadata"].get("deletionTimestamp")
+                          and any(component_for(c.get("image") or "")[0] is not None
+                                  and component_for(c.get("image") or "")[0].name == "calico-node"
+                                  for c in p["spec"].get("containers") or [])), None)
+        if cnode is None:
+            raise RuntimeError(f"no calico-node pod on {node} yet (its install-cni gives the CNI configuration)")
+        install = next((c for c in cnode["spec"].get("initContainers") or [] if c["name"] == "install-cni"), None)
+        if install is None:
+            raise RuntimeError(f"calico-node pod {cnode['metadata']['name']} has no install-cni container")
+        workdir = self.pods_dir / f"cni_{node}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        env = self._env(Context(self, cnode, install, workdir))
+        template = env.get("CNI_NETWORK_CONFIG")
+        if not template:
+            raise RuntimeError(f"install-cni of {cnode['metadata']['name']} has no CNI_NETWORK_CONFIG")
+        ns = cnode["metadata"]["namespace"]
+        sa = env.get("CALICO_CNI_SERVICE_ACCOUNT") or "calico-cni-plugin"
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"expirationSeconds": TOKEN_SECONDS}}
+        token = self.core.create_namespaced_service_account_token(sa, ns, body).status.token
+        server = f"https://{env['KUBERNETES_SERVICE_HOST']}:{env['KUBERNETES_SERVICE_PORT']}"
+        kubeconfig = workdir / "calico-kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "local", "cluster": {"server": server, "certificate-authority": self.state["ca"]}}],
+            "users": [{"name": "calico", "user": {"token": token}}],
+            "contexts": [{"name": "calico-context", "context": {"cluster": "local", "user": "calico"}}],
+            "current-context": "calico-context"}))
+        kubeconfig.chmod(0o600)
+        return podnet.netconf(template, env, node, str(kubeconfig)), holder
+
+    def _network_up(self, pod) -> None:
+        meta = pod["metadata"]
+        uid = meta["uid"]
+        net = self.networks.setdefault(uid, {"pod": pod, "holder": None, "ips": [], "problem": "", "next": 0.0,
+                                             "backoff": 1.0})
+        if net["ips"] or time.monotonic() < net["next"]:
+            return
+        try:
+            conf, node_holder = self._cni_setup(pod)
+            if net["holder"] is None or net["holder"].poll() is not None:
+                resolv = self.pods_dir / f"{meta['namespace']}_{meta['name']}.resolv.conf"
+                resolv.write_text(dataplane.RESOLV_CONF)
+                logf = open(self.pods_dir / f"{meta['namespace']}_{meta['name']}.network.log", "ab")
+                net["holder"] = subprocess.Popen(dataplane.pod_holder_command(meta["name"], str(resolv)),
+                                                 stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                 preexec_fn=_child_setup)
+                logf.close()
+                deadline = time.monotonic() + 10
+                log_path = self.pods_dir / f"{meta['namespace']}_{meta['name']}.network.log"
+                while "ready" not in log_path.read_text(errors="replace"):
+                    if net["holder"].poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"the pod's namespace holder did not start: {log_path.read_text()[-300:]}")
+                    time.sleep(0.05)
+            if not net.get("cni_ips"):
+                net["container_id"] = uid.replace("-", "")
+                net["netns"] = f"/proc/{net['holder'].pid}/ns/net"
+                result = podnet.call("ADD", node_holder, str(Path(self.bins["calico"]).parent), conf, pod,
+                                     net["netns"], net["container_id"])
+                cni_ips = podnet.result_ips(result)
+                if not cni_ips:
+                    raise RuntimeError(f"CNI ADD of {meta['namespace']}/{meta['name']}: no address in the result")
+                net.update(cni_ips=cni_ips, conf=conf, node_holder=node_holder,
+                           interfaces=[i.get("name") for i in result.get("interfaces") or []])
+            ips = net["cni_ips"]
+            # what a kubelet reports: the sandbox's addresses (a merge patch: the lists replace kwok's address)
+            self.core.patch_namespaced_pod_status(
+                meta["name"], meta["namespace"], {"status": {"podIP": ips[0], "podIPs": [{"ip": ip} for ip in ips]}},
+                _content_type="application/merge-patch+json")
+            net.update(ips=ips, problem="")
+            log(f"network of {meta['namespace']}/{meta['name']}: {', '.join(ips)} (Calico CNI, node "
+                f"{pod['spec']['nodeName']})")
+        except Exception as exc:  # noqa: BLE001 - as a kubelet: report, retry with back-off
+            net["problem"] = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            net["next"] = time.monotonic() + net["backoff"]
+            net["backoff"] = min(net["backoff"] * 2, BACKOFF_MAX)
+            log(f"network of {meta['namespace']}/{meta['name']}: {net['problem']}")
+
+    def _network_down(self, uid) -> None:
+        net = self.networks.pop(uid)
+        meta = net["pod"]["metadata"]
+        if net.get("cni_ips") and net["holder"] is not None and net["holder"].poll() is None:
+            try:
+                podnet.call("DEL", net["node_holder"], str(Path(self.bins["calico"]).parent), net["conf"],
+                            net["pod"], net["netns"], net["container_id"], timeout=30)
+            except Exception as exc:  # noqa: BLE001 - the namespace goes anyway; IPAM's GC frees the address
+                log(f"network of {meta['namespace']}/{meta['name']}: {exc}")
+        _stop(net["holder"])
+        log(f"network of {meta['namespace']}/{meta['name']} removed")
+
+    def reconcile_networks(self) -> None:
+        desired = self._desired_networks()
+        for uid in list(self.networks):
+            if uid not in desired:
+                self._network_down(uid)
+        for uid, pod in desired.items():
+            self._network_up(pod)
 
     # reconciling ------------------------------------------------------------------------------------------------
 
@@ -437,6 +683,7 @@ class PodRunner:
         return out
 
     def reconcile(self) -> None:
+        self.reconcile_networks()
         desired = self._desired()
         for key in list(self.procs):
             if key not in desired:
@@ -453,6 +700,13 @@ class PodRunner:
                     built = sorted(t for t in comp._binaries if self.bins.get(comp._binaries[t]))
                     proc.problem = (f"no {comp.name} binary for {tag} in the cache (built here: "
                                     f"{', '.join(built) or 'none'}): the pod runs with no process behind it")
+                    log(f"{proc.label}: {proc.problem}")
+                elif self.dataplane_nodes():
+                    proc.where = comp.where_dataplane
+                if proc.where != "host" and pod["spec"].get("nodeName") not in self.dataplane_nodes():
+                    proc.binary = None
+                    proc.problem = ("kwok-only: this control plane has no node network (localcp up --dataplane "
+                                    "gives nodes namespaces of their own, where the real process runs)")
                     log(f"{proc.label}: {proc.problem}")
             if not proc.binary:
                 continue
@@ -471,7 +725,7 @@ class PodRunner:
                 continue
             if now < proc.next_start:
                 continue
-            if proc.comp.exclusive:
+            if proc.comp.exclusive and proc.where == "host":
                 other = next((o for o in self.procs.values() if o is not proc and o.comp is proc.comp
                               and o.popen is not None and o.popen.poll() is None
                               and o.pod["metadata"]["namespace"] == pod["metadata"]["namespace"]), None)
@@ -500,16 +754,30 @@ class PodRunner:
             out.append({"component": proc.comp.name, "version": proc.tag, "namespace": m["namespace"],
                         "pod": m["name"], "pod_uid": m["uid"], "container": proc.container["name"],
                         "binary": proc.binary, "restarts": proc.restarts, "problem": proc.problem,
+                        "where": proc.where, "node": proc.pod["spec"].get("nodeName"),
                         "pid": proc.popen.pid if proc.popen is not None and proc.popen.poll() is None else None,
                         "log": str(self.pods_dir / f"{m['namespace']}_{m['name']}_{proc.container['name']}.log")})
         tmp = self.pods_dir / "processes.json.tmp"
         tmp.write_text(json.dumps(out, indent=1))
         os.replace(tmp, self.pods_dir / "processes.json")
+        nets = []
+        for uid, net in self.networks.items():
+            m = net["pod"]["metadata"]
+            nets.append({"namespace": m["namespace"], "pod": m["name"], "pod_uid": uid,
+                         "node": net["pod"]["spec"].get("nodeName"), "ips": net["ips"],
+                         "interfaces": net.get("interfaces") or [], "problem": net["problem"],
+                         "holder": net["holder"].pid if net["holder"] is not None and net["holder"].poll() is None
+                         else None})
+        tmp = self.pods_dir / "networks.json.tmp"
+        tmp.write_text(json.dumps(nets, indent=1))
+        os.replace(tmp, self.pods_dir / "networks.json")
 
     # watching pods ------------------------------------------------------------------------------------------
 
     @staticmethod
     def _relevant(pod: dict) -> bool:
+        if ((pod["metadata"].get("annotations") or {}).get(dataplane.NETWORK_ANNOTATION)) == "true":
+            return True
         return any(component_for(c.get("image") or "")[0] is not None for c in pod["spec"].get("containers") or [])
 
     def watch(self) -> None:
@@ -564,6 +832,8 @@ class PodRunner:
             self.wake.clear()
         for proc in self.procs.values():
             _stop(proc.popen)
+        for net in self.networks.values():  # the nodes' namespaces go next (ControlPlane.stop): no CNI DEL
+            _stop(net["holder"])
         self._write_status()
 
 

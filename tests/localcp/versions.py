@@ -13,3 +13,10 @@ OPERATOR_VERSION = "v1.40.7"
 # Calico components built from the v3.31.4 monorepo tarball in ../shared/third_party.
 CALICO_VERSION = "v3.31.4"
 CALICO_COMPONENTS = ("calicoctl", "kube-controllers", "apiserver")
+# The data plane of v3.31.4 (build-calico-felix.sh, and Calico's CNI plugin from the same tree): calico-node runs
+# behind calico-node pods, calico-typha behind Typha's, calico-bpf reads a node's BPF maps, calico/calico-ipam is the
+# CNI plugin the pod runner calls as a kubelet would.
+DATAPLANE_BINARIES = ("calico-node", "calico-typha", "calico-felix", "calico-bpf", "calico", "calico-ipam")
+# the Go release the v3.31.4 go.mod declares: Calico's data-plane components are built with it (GOTOOLCHAIN fetches
+# it through the module proxy); built with Go 1.26, calico-typha panics in json-iterator once in sync
+CALICO_GO_TOOLCHAIN = "go1.24.13"
