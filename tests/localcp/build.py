@@ -442,28 +442,55 @@ def _build_dataplane(bindir: Path) -> None:
     (bindir / ".complete").write_text(CALICO_VERSION + "\n")
 
 
+# rough minutes of each build, cold, on this machine's 2 cores (measured 2026-11-28): only for the progress lines
+BUILD_MINUTES = {"kubernetes": 20, "kwok": 3, "helm": 3, "operator": 6, "calico components": 8, "data plane": 35}
+
+
 def build_all(calico: bool = True, only: str = "all") -> dict:
     """Build (or find) every binary; return name -> path. ``calico``: also the Tigera operators
     (``operator-<version>``) and the Calico components. ``only="demo"``: what `make demo` needs - the control plane,
     the newest operator, calico-kube-controllers, calico-apiserver and the data plane (not the two older operators,
-    calicoctl, helm)."""
-    paths = {}
-    kube = build_kubernetes()
-    for n in KUBE_BINARIES:
-        paths[n] = kube / n
-    paths["kwok"] = build_kwok() / "kwok"
-    if only != "demo":
-        paths["helm"] = build_helm() / "helm"
+    calicoctl, helm). Before each build that the cache lacks, a line says which one of how many it is and what is
+    left after it (a cold start takes most of an hour on 2 cores)."""
+    demo = only == "demo"
+    steps = [("kubernetes", lambda: _have(kubernetes_dir(), KUBE_BINARIES), build_kubernetes),
+             ("kwok", lambda: _have(cache_root() / f"kwok-{KWOK_VERSION}", ["kwok"]), build_kwok)]
+    if not demo:
+        steps.append(("helm", lambda: _have(cache_root() / f"helm-{HELM_VERSION}", ["helm"]), build_helm))
     if calico:
-        for version in ([OPERATOR_VERSION] if only == "demo" else OPERATOR_VERSIONS):
-            paths[f"operator-{version}"] = build_operator(version) / "operator"
-        comp = build_calico_components(demo=only == "demo")
+        for version in ([OPERATOR_VERSION] if demo else OPERATOR_VERSIONS):
+            steps.append((f"operator {version}", lambda v=version: _have(operator_dir(v), ["operator"]),
+                          lambda v=version: build_operator(v)))
+        names = [n for n in CALICO_COMPONENTS if not (demo and n == "calicoctl")]
+        steps.append(("calico components", lambda: _have(calico_dir(), names),
+                      lambda: build_calico_components(demo=demo)))
+        steps.append(("data plane", lambda: (dataplane_dir() / ".complete").is_file() and _have(
+            dataplane_dir(), list(DATAPLANE_BINARIES)), build_dataplane))
+    todo = [name for name, have, _build in steps if not have()]
+    done = {}
+    for name, _have_it, build in steps:
+        if name in todo:
+            i = todo.index(name)
+            left = todo[i + 1:]
+            minutes = sum(BUILD_MINUTES.get(n.split(" v")[0], 5) for n in todo[i:])
+            log(f"build {i + 1}/{len(todo)}: {name} (cold: ~{minutes} min left in all"
+                + (f"; after it: {', '.join(left)}" if left else "") + ")")
+        done[name] = build()
+    paths = {}
+    for n in KUBE_BINARIES:
+        paths[n] = done["kubernetes"] / n
+    paths["kwok"] = done["kwok"] / "kwok"
+    if "helm" in done:
+        paths["helm"] = done["helm"] / "helm"
+    if calico:
+        for key, value in done.items():
+            if key.startswith("operator "):
+                paths[f"operator-{key.split()[1]}"] = value / "operator"
         for n in CALICO_COMPONENTS:
-            if (comp / n).is_file():
-                paths[n] = comp / n
-        data = build_dataplane()
+            if (done["calico components"] / n).is_file():
+                paths[n] = done["calico components"] / n
         for n in DATAPLANE_BINARIES:
-            paths[n] = data / n
+            paths[n] = done["data plane"] / n
     return paths
 
 

@@ -10,7 +10,9 @@
 * that address as the Node's ``InternalIP`` (kwok keeps the addresses a Node has), so host-network pods
   (calico-node, Typha) get it as their pod IP and Typha's EndpointSlice is valid;
 * **a holder** per node: a process in the node's network namespace with a UTS namespace of its own (hostname =
-  node name: Felix takes the hostname) and a private mount namespace with its own bpffs on ``/sys/fs/bpf``, a
+  node name: Felix takes the hostname) and a private mount namespace with its own bpffs on ``/sys/fs/bpf``, the
+  machine's cgroup v2 read-only on ``/sys/fs/cgroup`` (where a host has it; Felix attaches nothing there: the pod
+  runner turns connect-time load balancing off, podrunner.py NODE_PRIVATE_FELIX), a
   tmpfs on ``/run`` and on ``/var`` (``/var/run`` -> ``/run``; ``/var/lib/calico``, ``/var/log/calico``: what
   calico-node writes on a host stays on the node) and a resolv.conf of the node's own on ``/etc/resolv.conf``
   naming only the namespace's loopback (no DNS query leaves the namespaces; Felix's lookups fail fast). The
@@ -45,6 +47,7 @@ RESOLV_CONF = ("# localcp data plane: DNS stays inside this namespace (nothing l
 NODE_HOLDER = r"""set -e
 hostname "$1"
 mount -t bpf bpffs /sys/fs/bpf
+mount -t cgroup2 -o ro cgroup2 /sys/fs/cgroup
 mount -t tmpfs -o mode=0755 tmpfs /run
 mount -t tmpfs -o mode=0755 tmpfs /var
 ln -s /run /var/run

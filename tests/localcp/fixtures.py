@@ -124,6 +124,46 @@ class Cluster:
         return self.wait_for(running, timeout=timeout, interval=0.5,
                              what=f"a running {component} {version or ''} process ({self.processes(component)})")
 
+    # -- the data plane (a control plane started with_dataplane: localcp/dataplane.py) -----------------------
+
+    def nodes_with_network(self) -> dict:
+        """node name -> its namespaces (``holder`` pid, ``address``, ``netns``); empty without a data plane."""
+        return ((self.cp.state.get("dataplane") or {}).get("nodes")) or {}
+
+    def pod_networks(self) -> list:
+        """The pods the pod runner gave a network (pods/networks.json: namespace, pod, node, ips, holder)."""
+        try:
+            return json.loads((Path(self.run_dir) / "pods" / "networks.json").read_text())
+        except (OSError, ValueError):
+            return []
+
+    def pod_holder(self, namespace: str, pod: str) -> int:
+        for net in self.pod_networks():
+            if net["namespace"] == namespace and net["pod"] == pod and net["holder"] and net["ips"]:
+                return net["holder"]
+        raise AssertionError(f"pod {namespace}/{pod} has no network ({self.pod_networks()})")
+
+    def in_node(self, node: str, *argv, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
+        """Run a command in a node's namespaces (network, mount, hostname), as on that node."""
+        from localcp import dataplane
+        holder = self.nodes_with_network()[node]["holder"]
+        proc = subprocess.run(dataplane.enter(holder) + [str(a) for a in argv], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"on {node}: {' '.join(map(str, argv))} failed ({proc.returncode}): "
+                                 f"{proc.stderr.strip() or proc.stdout.strip()}")
+        return proc
+
+    def http_get(self, url: str, namespace: str | None = None, pod: str | None = None,
+                 timeout: float = 5) -> subprocess.CompletedProcess:
+        """An HTTP GET from inside a pod's network namespace (or from this machine, outside the cluster, when no
+        pod is named): localcp.podserve's client; ``returncode`` 0 and the body on stdout when answered."""
+        from localcp import dataplane
+        prefix = dataplane.enter(self.pod_holder(namespace, pod)) if pod else []
+        argv = prefix + [sys.executable, "-m", "localcp.podserve", "get", url, "--timeout", str(timeout)]
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "tests"))
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 30, env=env, check=False)
+
     def kubectl(self, *args, input=None, check=True, timeout=300) -> subprocess.CompletedProcess:
         deadline = time.monotonic() + timeout
         while True:

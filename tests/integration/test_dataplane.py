@@ -1,0 +1,223 @@
+"""The eBPF install proven by traffic: the real calico-node (Felix in eBPF mode) on every node.
+
+One control plane with nodes that have a network (``ControlPlane.start(with_dataplane=True)``, localcp/dataplane.py):
+each node is a network namespace of its own behind a router namespace, with its own bpffs; the pod runner runs the
+real calico-node v3.31.4 (``-startup``, ``-felix``, ...) and calico-typha behind their pods inside those namespaces,
+and wires the pods these tests mark with Calico's CNI plugin (calico-ipam). The collection's ``install_ebpf`` runs
+once (module fixture) with the local inventory's settings (platform kubeadm; the API server endpoint derived from the
+kubeconfig: the node-network address calico-node really dials). Then every check here is a packet:
+
+* a pod on node-1 reaches a pod on node-2 (VXLAN between the nodes' namespaces, through Felix's BPF programs);
+* a ClusterIP and a NodePort Service answer with no kube-proxy process on any node, and Calico's own ``calico-bpf
+  nat dump`` shows the Service in each node's BPF NAT table;
+* a NodePort with ``externalTrafficPolicy: Local`` sees the client's own address;
+* a NetworkPolicy that denies is enforced, and removing it restores the path;
+* the preflight's host checks (kernel, bpffs, cgroup) run inside each node's namespaces through Ansible's
+  ``community.docker.nsenter`` connection.
+
+None of this can pass with a stand-in: kwok's pods carry no packet, and without Felix nothing routes or translates.
+"""
+
+import json
+import os
+import re
+import time
+
+import pytest
+import yaml
+
+from localcp.cluster import ControlPlane
+from localcp.fixtures import Ansible, Cluster
+
+pytestmark = pytest.mark.integration
+
+NS = "traffic"
+AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+NETWORK = {"localcp.calico-ops/network": "true"}
+
+
+def _pod(name, node, labels=None):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "labels": labels or {"app": name}, "annotations": NETWORK},
+            "spec": {"nodeName": node, "containers": [{"name": "netexec", "image": AGNHOST,
+                                                       "args": ["netexec", "--http-port=8080"]}]}}
+
+
+WORKLOADS = [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+    _pod("server", "node-2"),
+    _pod("client", "node-1"),
+    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server", "namespace": NS},
+     "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8080}]}},
+    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server-local", "namespace": NS},
+     "spec": {"type": "NodePort", "externalTrafficPolicy": "Local", "selector": {"app": "server"},
+              "ports": [{"port": 80, "targetPort": 8080, "nodePort": 30080}]}},
+]
+
+
+@pytest.fixture(scope="module")
+def dp(tmp_path_factory):
+    """The data-plane control plane, after the collection's install_ebpf and with the test workloads running."""
+    cp = ControlPlane(die_with_parent=True)
+    cp.start(shape="kubeadm", with_dataplane=True)
+    cluster = Cluster(cp)
+    try:
+        work = tmp_path_factory.mktemp("dataplane")
+        result = Ansible(cluster, work).playbook(
+            "playbooks/install_ebpf.yml", inventory="inventories/local/hosts.yml",
+            extra_vars={"ebpf_install_artifacts_dir": str(work / "artifacts"), "ebpf_install_timeout": 600,
+                        "preflight_report_dir": str(work / "report")})
+        assert result.rc == 0, "install_ebpf failed:\n%s\n%s" % (result.stdout[-3000:], result.stderr[-2000:])
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(WORKLOADS))
+        cluster.wait_for(lambda: {n["pod"] for n in cluster.pod_networks() if n["namespace"] == NS and n["ips"]}
+                         == {"server", "client"}, timeout=180,
+                         what="the test pods wired by Calico's CNI plugin (%s)" % cluster.pod_networks())
+        # the server starts once its pod's network is there (the runner retries it with a back-off until then)
+        cluster.wait_for(lambda: len(cluster.processes("agnhost")) == 2 and all(
+            p["pid"] and not p["problem"] for p in cluster.processes("agnhost")), timeout=90,
+            what="the netexec servers in their pods' namespaces (%s)" % cluster.processes("agnhost"))
+        yield cluster
+    finally:
+        cp.stop(remove_dir=not os.environ.get("KEEP"))
+
+
+def _ip(cluster, pod):
+    return json.loads(cluster.kubectl("get", "pod", pod, "-n", NS, "-o", "json").stdout)["status"]["podIP"]
+
+
+def _svc(cluster, name):
+    return json.loads(cluster.kubectl("get", "service", name, "-n", NS, "-o", "json").stdout)
+
+
+def _answer(cluster, url, pod="client", timeout=60):
+    """The first answer to ``url`` from ``pod`` (or this machine: pod None) within ``timeout`` seconds - Felix
+    programs a new endpoint within a second or two of its pod's network; the last failure is quoted."""
+    last = None
+
+    def answered():
+        nonlocal last
+        last = cluster.http_get(url, namespace=NS if pod else None, pod=pod, timeout=3)
+        return last.stdout if last.returncode == 0 else None
+    try:
+        return cluster.wait_for(answered, timeout=timeout, interval=1, what=f"an answer from {url}")
+    except Exception as exc:  # noqa: BLE001 - add what the client saw
+        raise AssertionError(f"{url} from {pod or 'this machine'}: {last.stderr.strip() if last else ''} ({exc})")
+
+
+def test_calico_node_and_typha_run_for_real_in_each_node_namespace(dp):
+    nodes = dp.nodes_with_network()
+    running = [p for p in dp.processes("calico-node") if p["pid"]]
+    assert sorted(p["node"] for p in running) == sorted(nodes), dp.processes("calico-node")
+    for proc in running:
+        holder = nodes[proc["node"]]["holder"]
+        assert os.readlink(f"/proc/{proc['pid']}/ns/net") == os.readlink(f"/proc/{holder}/ns/net"), proc
+        # Felix is ready on the node: calico-node's own readiness check, run where the kubelet's probe would
+        dp.in_node(proc["node"], dp.bin("calico-node"), "-felix-ready")
+        # its BPF programs are attached to the node's interface (TCX links pinned in the node's own bpffs)
+        links = dp.in_node(proc["node"], "ip", "-d", "link", "show", "vxlan.calico").stdout
+        assert "vxlan external" in links and "dstport 4789" in links, links  # eBPF mode: VNI set by the programs
+    typha = [p for p in dp.processes("calico-typha") if p["pid"]]
+    assert typha and all(p["where"] == "node" for p in typha), dp.processes("calico-typha")
+
+
+def test_a_pod_reaches_a_pod_on_another_node_through_vxlan(dp):
+    server, client = _ip(dp, "server"), _ip(dp, "client")
+    assert re.match(r"^192\.168\.", server) and re.match(r"^192\.168\.", client), (server, client)  # Calico IPAM
+    body = _answer(dp, f"http://{server}:8080/clientip")
+    assert body.split(":")[0] == client, body  # no NAT between pods
+    assert _answer(dp, f"http://{server}:8080/hostname") == "server"
+    # the route to node-2's block goes through Calico's VXLAN device on node-1
+    route = dp.in_node("node-1", "ip", "route", "get", server).stdout
+    assert "dev vxlan.calico" in route, route
+
+
+def test_services_are_served_by_calico_bpf_nat_with_no_kube_proxy(dp):
+    cluster_ip = _svc(dp, "server")["spec"]["clusterIP"]
+    assert _answer(dp, f"http://{cluster_ip}/hostname") == "server"
+    node2 = dp.nodes_with_network()["node-2"]["address"]
+    assert _answer(dp, f"http://{node2}:30080/hostname") == "server"
+    server = _ip(dp, "server")
+    for node in dp.nodes_with_network():
+        nat = dp.in_node(node, dp.bin("calico-bpf"), "nat", "dump").stdout
+        frontend = re.search(r"^%s port 80 proto 6 id (\d+) count 1" % re.escape(cluster_ip), nat, re.M)
+        assert frontend, f"{node}: {cluster_ip}:80 not in calico-bpf nat dump:\n{nat}"
+        assert f"{server}:8080" in nat, nat
+    # no kube-proxy anywhere: its DaemonSet keeps its pods off Calico's nodes, and no process of any node is one
+    ds = json.loads(dp.kubectl("get", "daemonset", "kube-proxy", "-n", "kube-system", "-o", "json").stdout)
+    assert ds["status"].get("currentNumberScheduled", 0) == 0, ds["status"]
+    nets = {os.readlink(f"/proc/{n['holder']}/ns/net") for n in dp.nodes_with_network().values()}
+    proxies = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/ns/net") in nets and "kube-proxy" in open(f"/proc/{pid}/comm").read():
+                proxies.append(pid)
+        except OSError:
+            continue
+    assert proxies == []
+
+
+def test_a_node_port_with_external_traffic_policy_local_keeps_the_client_address(dp):
+    node2 = dp.nodes_with_network()["node-2"]["address"]  # the server's node
+    # from outside the cluster: this machine, on the node network's host address
+    host_address = "10.250.%d.1" % dp.cp.state["service_octet"]
+    body = _answer(dp, f"http://{node2}:30080/clientip", pod=None)
+    assert body.split(":")[0] == host_address, body
+    # and from a pod on another node
+    body = _answer(dp, f"http://{node2}:30080/clientip")
+    assert body.split(":")[0] == _ip(dp, "client"), body
+
+
+def test_a_network_policy_that_denies_is_enforced(dp):
+    server = _ip(dp, "server")
+    url = f"http://{server}:8080/hostname"
+    assert _answer(dp, url) == "server"
+    deny = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "deny-server", "namespace": NS},
+            "spec": {"podSelector": {"matchLabels": {"app": "server"}}, "policyTypes": ["Ingress"]}}
+    dp.kubectl("apply", "-f", "-", input=yaml.safe_dump(deny))
+    try:
+        def refused():
+            return dp.http_get(url, namespace=NS, pod="client", timeout=2).returncode != 0
+        dp.wait_for(refused, timeout=60, interval=1, what="the request denied by NetworkPolicy deny-server")
+        time.sleep(2)
+        assert dp.http_get(url, namespace=NS, pod="client", timeout=3).returncode != 0  # still denied
+    finally:
+        dp.kubectl("delete", "networkpolicy", "deny-server", "-n", NS, "--ignore-not-found")
+    assert _answer(dp, url) == "server"
+
+
+def test_preflight_host_checks_run_inside_each_node(dp, tmp_path):
+    """The preflight's host checks, through a connection into each node's namespaces (Ansible's
+    community.docker.nsenter: the node's mount, network and UTS namespaces, as a shell on that node)."""
+    hosts = {name: {"ansible_connection": "community.docker.nsenter", "ansible_nsenter_pid": node["holder"],
+                    "ansible_python_interpreter": os.path.realpath(os.sys.executable)}
+             for name, node in dp.nodes_with_network().items()}
+    inventory = tmp_path / "nodes.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": os.sys.executable}},
+        "children": {"calico_nodes": {"hosts": hosts}}}}))
+    result = Ansible(dp, tmp_path).playbook(
+        "playbooks/preflight.yml", inventory=str(inventory),
+        extra_vars={"preflight_host_group": "calico_nodes", "preflight_report_dir": str(tmp_path / "report"),
+                    "calico_platform": "kubeadm"})
+    assert result.rc == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    report = json.loads(next((tmp_path / "report").glob("*.json")).read_text())
+    assert sorted(report["hosts"]) == sorted(hosts), report["hosts"]
+    for name, host in report["hosts"].items():
+        for check in ("host_facts", "os_kernel", "bpffs", "cgroup_v2", "vxlan_module"):
+            assert host["checks"][check]["verdict"] == "ok", (name, check, host["checks"][check])
+        # the node's own bpffs (its holder mounted it; Felix pinned its maps there)
+        assert host["facts"]["bpffs_mounted"] is True and host["facts"]["cgroup2_mount"] == "/sys/fs/cgroup", host
+        assert host["facts"]["kernel"] == os.uname().release, host["facts"]  # this machine's kernel, read on the node
+    # the same connection lands on the node: its hostname and its address
+    probe = Ansible(dp, tmp_path).playbook(
+        "- hosts: calico_nodes\n  gather_facts: false\n  tasks:\n"
+        "    - ansible.builtin.command: hostname\n      register: name\n      changed_when: false\n"
+        "    - ansible.builtin.command: ip -4 -o addr show dev eth0\n      register: addr\n      changed_when: false\n"
+        "    - ansible.builtin.assert:\n        that:\n          - name.stdout == inventory_hostname\n"
+        "          - (' ' ~ node_address ~ '/') in addr.stdout\n",
+        inventory=str(inventory), extra_vars={"node_addresses": {}},
+        extra_args=["-e", json.dumps({"node_address_of": {n: v["address"] for n, v in
+                                                         dp.nodes_with_network().items()}}),
+                    "-e", "node_address={{ node_address_of[inventory_hostname] }}"])
+    assert probe.rc == 0, probe.stdout[-3000:] + probe.stderr[-1000:]

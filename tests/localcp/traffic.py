@@ -1,0 +1,203 @@
+"""Traffic through the data plane, for `make demo` and the footprint benchmark: a server pod and a client pod on two
+nodes, a ClusterIP and a NodePort Service, and the requests that prove the eBPF data plane serves them.
+
+    python -m localcp.traffic --run-dir DIR     deploy (idempotent), wait, send the requests, print what answered
+
+Every request is a real connection from the client pod's network namespace (or from this machine, outside the
+cluster), answered by the server pod's netexec (localcp.podserve) through Felix's BPF programs; the lines printed
+quote the addresses the API shows and the answer the server gave (the client address it saw).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from . import dataplane
+
+NAMESPACE = "demo-traffic"
+AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+NODE_PORT = 30080
+
+
+def workloads(server_node: str, client_node: str, namespace: str = NAMESPACE) -> list:
+    def pod(name, node):
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": namespace, "labels": {"app": name},
+                             "annotations": {dataplane.NETWORK_ANNOTATION: "true"}},
+                "spec": {"nodeName": node, "containers": [{"name": "netexec", "image": AGNHOST,
+                                                           "args": ["netexec", "--http-port=8080"]}]}}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        pod("server", server_node), pod("client", client_node),
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server", "namespace": namespace},
+         "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8080}]}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server-nodeport", "namespace": namespace},
+         "spec": {"type": "NodePort", "externalTrafficPolicy": "Local", "selector": {"app": "server"},
+                  "ports": [{"port": 80, "targetPort": 8080, "nodePort": NODE_PORT}]}},
+    ]
+
+
+class Traffic:
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.state = json.loads((self.run_dir / "state.json").read_text())
+        self.nodes = self.state["dataplane"]["nodes"]
+        self.kubectl = [self.state["bins"]["kubectl"], "--kubeconfig", self.state["kubeconfig"]]
+
+    def _kubectl(self, *args, stdin=None) -> str:
+        proc = subprocess.run(self.kubectl + list(args), input=stdin, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)}: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def deploy(self) -> tuple:
+        names = sorted(self.nodes)
+        server_node, client_node = names[min(1, len(names) - 1)], names[0]
+        self._kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(workloads(server_node, client_node)))
+        return server_node, client_node
+
+    def networks(self) -> list:
+        try:
+            return json.loads((self.run_dir / "pods" / "networks.json").read_text())
+        except (OSError, ValueError):
+            return []
+
+    def holder(self, pod: str):
+        return next((n["holder"] for n in self.networks() if n["namespace"] == NAMESPACE and n["pod"] == pod
+                     and n["ips"] and n["holder"]), None)
+
+    def wait_ready(self, timeout: float = 300, progress=None) -> None:
+        deadline, last = time.monotonic() + timeout, 0.0
+        while True:
+            procs = json.loads((self.run_dir / "pods" / "processes.json").read_text())
+            servers = [p for p in procs if p["component"] == "agnhost" and p["namespace"] == NAMESPACE]
+            if self.holder("server") and self.holder("client") and servers and all(p["pid"] for p in servers):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the demo's pods have no network after {timeout:.0f}s: "
+                                   f"{[(n['pod'], n['ips'], n['problem']) for n in self.networks()]}")
+            if progress and time.monotonic() - last > 10:
+                progress(f"waiting for the pods' networks (Calico CNI) and servers: "
+                         f"{[(n['pod'], n['ips'] or n['problem']) for n in self.networks()]}")
+                last = time.monotonic()
+            time.sleep(0.5)
+
+    def get(self, url: str, pod: str | None = "client", timeout: float = 3):
+        prefix = dataplane.enter(self.holder(pod)) if pod else []
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        proc = subprocess.run(prefix + [sys.executable, "-m", "localcp.podserve", "get", url, "--timeout",
+                                        str(timeout)], capture_output=True, text=True, env=env, check=False)
+        return proc.returncode == 0, (proc.stdout if proc.returncode == 0 else proc.stderr.strip())
+
+    def first_answer(self, url: str, pod: str | None = "client", timeout: float = 120):
+        deadline = time.monotonic() + timeout
+        while True:
+            ok, text = self.get(url, pod)
+            if ok or time.monotonic() > deadline:
+                return ok, text
+            time.sleep(0.5)
+
+    def pod_ip(self, name: str) -> str:
+        return json.loads(self._kubectl("get", "pod", name, "-n", NAMESPACE, "-o", "json"))["status"]["podIP"]
+
+    def requests(self) -> list:
+        """(label, url, from, ok, answer) of each request the demo shows."""
+        server_node = json.loads(self._kubectl("get", "pod", "server", "-n", NAMESPACE, "-o", "json"))["spec"][
+            "nodeName"]
+        cluster_ip = json.loads(self._kubectl("get", "service", "server", "-n", NAMESPACE, "-o", "json"))["spec"][
+            "clusterIP"]
+        node_ip = self.nodes[server_node]["address"]
+        server_ip = self.pod_ip("server")
+        plan = [("pod on another node", f"http://{server_ip}:8080/clientip", "client"),
+                ("ClusterIP Service", f"http://{cluster_ip}/clientip", "client"),
+                (f"NodePort Service on {server_node}", f"http://{node_ip}:{NODE_PORT}/clientip", "client"),
+                (f"NodePort (externalTrafficPolicy Local) from outside the cluster",
+                 f"http://{node_ip}:{NODE_PORT}/clientip", None)]
+        out = []
+        for label, url, pod in plan:
+            ok, text = self.first_answer(url, pod, timeout=60)
+            out.append((label, url, pod, ok, text))
+        return out
+
+    def nat_entry(self, node: str, cluster_ip: str) -> list:
+        proc = subprocess.run(dataplane.enter(self.nodes[node]["holder"]) + [self.state["bins"]["calico-bpf"], "nat",
+                                                                              "dump"],
+                              capture_output=True, text=True, check=False)
+        lines = proc.stdout.splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith(f"{cluster_ip} port 80 "):
+                backends = []
+                for b in lines[i + 1:]:
+                    if not b.startswith("\t"):
+                        break
+                    backends.append(" ".join(b.split()))
+                return [line.strip()] + backends
+        return []
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="localcp.traffic", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run-dir", required=True)
+    args = parser.parse_args(argv)
+    t = Traffic(Path(args.run_dir))
+    server_node, client_node = t.deploy()
+    print(f"--- pods with a network (Calico CNI, calico-ipam): server on {server_node}, client on {client_node}")
+    t.wait_ready(progress=lambda m: print(f"    {m}", flush=True))
+    for n in t.networks():
+        if n["namespace"] == NAMESPACE:
+            print(f"    {n['namespace']}/{n['pod']:<7} node {n['node']}  IP {', '.join(n['ips'])}  "
+                  f"interface {n['interfaces'][0] if n['interfaces'] else '?'} (on the node)")
+    client_ip = t.pod_ip("client")
+    print("--- requests answered through the eBPF data plane (no kube-proxy process on any node)")
+    failed = 0
+    for label, url, pod, ok, text in t.requests():
+        source = f"client pod {client_ip}" if pod else "this machine (outside the cluster)"
+        if ok:
+            print(f"    OK   {label:<62} {url:<40} from {source}: server saw {text}")
+        else:
+            failed += 1
+            print(f"    FAIL {label:<62} {url:<40} from {source}: {text}")
+    cluster_ip = json.loads(t._kubectl("get", "service", "server", "-n", NAMESPACE, "-o", "json"))["spec"]["clusterIP"]
+    print(f"--- Calico's BPF NAT table for {cluster_ip}:80 (calico-bpf nat dump, in each node's namespaces)")
+    for node in sorted(t.nodes):
+        entry = t.nat_entry(node, cluster_ip)
+        print(f"    {node}: {' -> '.join(entry) if entry else '(not there)'}")
+    print("--- calico-node and calico-typha behind their pods (real processes in each node's namespaces)")
+    procs = json.loads((t.run_dir / "pods" / "processes.json").read_text())
+    for p in procs:
+        if p["component"] in ("calico-node", "calico-typha"):
+            rss = _rss_mib(p["pid"]) if p["pid"] else 0
+            print(f"    {p['component']:<13} {p['namespace']}/{p['pod']:<32} node {p['node']}  pid {p['pid']}  "
+                  f"{rss:.0f} MiB RSS (with its children)  restarts {p['restarts']}")
+    return 1 if failed else 0
+
+
+def _rss_mib(pid: int) -> float:
+    """RSS of a process and its descendants, MiB."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return total / 1024
+
+
+if __name__ == "__main__":
+    sys.exit(main())
