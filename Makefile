@@ -16,7 +16,7 @@ export ANSIBLE_NOCOLOR := 1
 export PY_COLORS := 0
 
 .PHONY: help venv collection binaries demo-binaries debian-packages cluster-up cluster-down cluster-env demo test lint sanity unit \
-	integration reliability molecule changelog build clean bench
+	integration reliability molecule changelog build clean bench bench-footprint
 
 help:
 	@echo "make demo   - start the local control plane and run the eBPF install against it"
@@ -106,6 +106,11 @@ molecule: venv collection binaries
 # Options through BENCH_ARGS, e.g. make bench BENCH_ARGS="--jobs preflight --sizes 100,1000 --naive-budget 600".
 bench: venv collection binaries
 	@$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# The real data plane's footprint per node (calico-node RSS, BPF maps, CPU at rest) and the time from the install's
+# start to the first request answered through eBPF, for 3 and 10 nodes: benchmarks/results/footprint.md
+bench-footprint: venv collection binaries
+	@$(BIN)/python benchmarks/footprint.py $(BENCH_ARGS)
 
 changelog: venv
 	@$(BIN)/antsibull-changelog lint

@@ -4,10 +4,10 @@ The Tigera operator is real here: the harness runs the operator release of the D
 pod (tests/localcp/podrunner.py: v1.40.7, v1.36.16 and v1.32.12 are built), so operator and Helm installs are
 reconciled, upgraded and reported (Installation status, TigeraStatus) by the operator itself.
 
-What stays simulated is calico-node, whose data plane needs a kernel: kwok runs its pods Running and ready, and
+What stays simulated on these shared control planes (their nodes have no network; the real calico-node runs on
+the data-plane control planes of test_dataplane.py) is calico-node: kwok runs its pods Running and ready, and
 ``CalicoNodeStandIn`` plays the one write of calico-node's start-up that the upgrade looks at - ClusterInformation
-``default`` ``spec.calicoVersion`` says the version of the running calico-node (Kubernetes API datastore only:
-with etcd that object is not in the Kubernetes API).
+``default`` ``spec.calicoVersion`` says the version of the running calico-node.
 
 Installs are made with server-side apply under the field manager ``test-setup`` (as a user would, with kubectl)
 and removed afterwards: one control plane serves the whole test run.
@@ -329,15 +329,23 @@ class StandIn(threading.Thread):
 
 
 class CalicoNodeStandIn(StandIn):
-    """calico-node's start-up report, which the data plane's simulation leaves to this thread: ClusterInformation
-    default says the version of the running calico-node. calico-node cannot run here: it needs a kernel (eBPF
-    programs, routes, iptables) that a test process cannot have.
+    """calico-node's start-up report, on control planes whose nodes have no network (the integration pool's shared
+    ones): ClusterInformation default says the version of the running calico-node. The real calico-node runs only
+    where nodes have namespaces of their own (``ControlPlane.start(with_dataplane=True)``, test_dataplane.py, where
+    it writes this object itself: asserted there) and only for the release built here (v3.31.4); the upgrade and
+    migration tests install v3.27.5 / v3.29.7 manifests and operators, whose calico-node is not built, on the shared
+    control planes, where a node network per worker would cost each worker three Felix processes (~400 MiB RSS and
+    ~170 MiB of BPF maps each, benchmarks/results/footprint.md) for tests that send no packet. Refused where the real
+    calico-node runs.
 
     Kubernetes API datastore (calico-node's DATASTORE_TYPE ``kubernetes``, or no ``etcd_endpoints`` in
     ``calico-config``): the CRD object. etcd datastore (``calico-config`` has ``etcd_endpoints``): the key
     libcalico-go keeps it under in that etcd, written through etcd's JSON gateway, where real calicoctl reads it."""
 
     def __init__(self, cluster, daemonset="calico-node", namespace="kube-system", config="calico-config", **kw):
+        if cluster.nodes_with_network():
+            raise AssertionError("CalicoNodeStandIn on a control plane with a data plane: the real calico-node runs "
+                                 "there and writes ClusterInformation itself")
         super().__init__(cluster, **kw)
         self.daemonset, self.namespace, self.config = daemonset, namespace, config
 

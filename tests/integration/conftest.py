@@ -23,6 +23,8 @@ DEFAULT_WEIGHT = 30
 # whole files (one group each)
 FILE_WEIGHTS = {
     "test_install_ebpf.py": 1900,
+    # a data-plane control plane of its own: install_ebpf with the real calico-node, then traffic (2026-11-28: 160 s)
+    "test_dataplane.py": 200,
     "test_awx_jobs.py": 900,
     "test_disable_ebpf.py": 350,
     "test_kube_proxy.py": 450,

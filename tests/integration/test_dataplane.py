@@ -26,6 +26,7 @@ import time
 import pytest
 import yaml
 
+from localcp.audit import describe
 from localcp.cluster import ControlPlane
 from localcp.fixtures import Ansible, Cluster
 
@@ -63,10 +64,10 @@ def dp(tmp_path_factory):
     cluster = Cluster(cp)
     try:
         work = tmp_path_factory.mktemp("dataplane")
-        result = Ansible(cluster, work).playbook(
-            "playbooks/install_ebpf.yml", inventory="inventories/local/hosts.yml",
-            extra_vars={"ebpf_install_artifacts_dir": str(work / "artifacts"), "ebpf_install_timeout": 600,
-                        "preflight_report_dir": str(work / "report")})
+        cluster.install_vars = {"ebpf_install_artifacts_dir": str(work / "artifacts"), "ebpf_install_timeout": 600,
+                                "preflight_report_dir": str(work / "report")}
+        result = Ansible(cluster, work).playbook("playbooks/install_ebpf.yml", inventory="inventories/local/hosts.yml",
+                                                 extra_vars=cluster.install_vars)
         assert result.rc == 0, "install_ebpf failed:\n%s\n%s" % (result.stdout[-3000:], result.stderr[-2000:])
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(WORKLOADS))
         cluster.wait_for(lambda: {n["pod"] for n in cluster.pod_networks() if n["namespace"] == NS and n["ips"]}
@@ -118,6 +119,15 @@ def test_calico_node_and_typha_run_for_real_in_each_node_namespace(dp):
         assert "vxlan external" in links and "dstport 4789" in links, links  # eBPF mode: VNI set by the programs
     typha = [p for p in dp.processes("calico-typha") if p["pid"]]
     assert typha and all(p["where"] == "node" for p in typha), dp.processes("calico-typha")
+    # what CalicoNodeStandIn plays on the shared control planes, done by calico-node itself at start-up
+    info = json.loads(dp.kubectl("get", "clusterinformations.crd.projectcalico.org", "default", "-o", "json").stdout)
+    assert info["spec"]["calicoVersion"] == "v3.31.4" and info["spec"]["datastoreReady"] is True, info["spec"]
+    writers = {e["user"]["username"] for e in dp.audit.writes_since(0, users=None)
+               if (e.get("objectRef") or {}).get("resource") == "clusterinformations"}
+    assert "system:serviceaccount:calico-system:calico-node" in writers, writers
+    with pytest.raises(AssertionError, match="the real calico-node runs there"):
+        from calico_support import CalicoNodeStandIn
+        CalicoNodeStandIn(dp)
 
 
 def test_a_pod_reaches_a_pod_on_another_node_through_vxlan(dp):
@@ -186,6 +196,21 @@ def test_a_network_policy_that_denies_is_enforced(dp):
     assert _answer(dp, url) == "server"
 
 
+def test_a_second_install_changes_nothing_and_traffic_keeps_flowing(dp, tmp_path):
+    """Idempotent on a cluster whose data plane is real: no write, no restart of calico-node, and the Services keep
+    answering while it runs."""
+    before = {p["pod"]: (p["pid"], p["restarts"]) for p in dp.processes("calico-node")}
+    mark = dp.audit.mark()
+    result = Ansible(dp, tmp_path).playbook("playbooks/install_ebpf.yml", inventory="inventories/local/hosts.yml",
+                                            extra_vars=dp.install_vars)
+    assert result.rc == 0 and result.changed() == 0, result.stdout[-3000:]
+    writes = dp.audit.writes_since(mark)  # the playbook's own identity (admin)
+    assert writes == [], [describe(e) for e in writes]
+    assert {p["pod"]: (p["pid"], p["restarts"]) for p in dp.processes("calico-node")} == before
+    cluster_ip = _svc(dp, "server")["spec"]["clusterIP"]
+    assert _answer(dp, f"http://{cluster_ip}/hostname") == "server"
+
+
 def test_preflight_host_checks_run_inside_each_node(dp, tmp_path):
     """The preflight's host checks, through a connection into each node's namespaces (Ansible's
     community.docker.nsenter: the node's mount, network and UTS namespaces, as a shell on that node)."""
@@ -216,7 +241,7 @@ def test_preflight_host_checks_run_inside_each_node(dp, tmp_path):
         "    - ansible.builtin.command: ip -4 -o addr show dev eth0\n      register: addr\n      changed_when: false\n"
         "    - ansible.builtin.assert:\n        that:\n          - name.stdout == inventory_hostname\n"
         "          - (' ' ~ node_address ~ '/') in addr.stdout\n",
-        inventory=str(inventory), extra_vars={"node_addresses": {}},
+        inventory=str(inventory),
         extra_args=["-e", json.dumps({"node_address_of": {n: v["address"] for n, v in
                                                          dp.nodes_with_network().items()}}),
                     "-e", "node_address={{ node_address_of[inventory_hostname] }}"])

@@ -10,7 +10,10 @@ def test_images_map_to_components_by_repository_and_tag():
     assert comp.name == "tigera-operator" and tag == "v1.36.16"
     comp, tag = pr.component_for("docker.io/calico/kube-controllers:v3.31.4@sha256:abc")
     assert comp.name == "calico-kube-controllers" and tag == "v3.31.4"
-    assert pr.component_for("quay.io/calico/node:v3.31.4")[0] is None
+    # calico-node is real now (issue 37): v3.31.4 has a binary, an older release's pods stay kwok-only
+    node, tag = pr.component_for("quay.io/calico/node:v3.31.4")
+    assert node.name == "calico-node" and node.binary({"calico-node": "/c/cn"}, tag) == "/c/cn"
+    assert node.binary({"calico-node": "/c/cn"}, "v3.27.5") is None
     assert pr.component_for("quay.io/tigera/kube-controllers:v3.22.2")[0] is None  # Enterprise: not built here
     assert pr.parse_image("localhost:5000/calico/apiserver") == ("calico/apiserver", None)
 
