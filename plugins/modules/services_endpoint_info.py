@@ -23,9 +23,11 @@ description:
     Infrastructure C(cluster) C(status.apiServerInternalURI), else the kubeconfig's server when it is
     C(api.*), port 6443; EKS and AKS - the FQDN of the cluster endpoint (the kubeconfig's server, as
     C(kubectl cluster-info) shows it), port 443; MKE - C(proxy.local), port 6444.
-  - Validation - the host has no scheme, path, port or spaces and is a DNS name; an IP literal (or
-    C(localhost)) only with O(allow_ip=true) (a dynamic node IP changes on restart and Calico loses the API
-    server); the port is 1-65535. Problems name the variable to set (O(names_prefix) followed by the option).
+  - Validation - the host has no scheme, path, port or spaces and is a DNS name; a loopback host (C(localhost),
+    C(127.0.0.0/8), C(::1)) only with O(allow_loopback=true) (calico-node reaches the API server through this
+    endpoint before any Service works, and on a node a loopback address is the node itself); any other IP literal
+    only with O(allow_ip=true) (a dynamic node IP changes on restart and Calico loses the API server); the port is
+    1-65535. Problems name the variable to set (O(names_prefix) followed by the option).
   - With O(platform=auto) the platform is the one the preflight detects (M(calico_ops.lifecycle.ebpf_preflight_info)'s
     detector, from node labels, providerID and served API groups).
   - Also reports the current ConfigMap and the operator's Deployment and pods (O(gather)). Never writes.
@@ -48,6 +50,15 @@ options:
     description: Accept an IP literal as the host (only when that address is static).
     type: bool
     default: false
+  allow_loopback:
+    description:
+      - Accept a loopback host (C(localhost), C(127.0.0.0/8), C(::1)) - only when every node serves the API server
+        on its own loopback (a per-node API proxy, such as Talos' KubePrism).
+      - Without it a loopback host is refused - a kubeconfig made on a control-plane node often names C(127.0.0.1),
+        which no other node reaches, and calico-node would then never reach the API server.
+    type: bool
+    default: false
+    version_added: 0.2.0
   kops_cluster_name:
     description: kOps - the cluster name (default - from the kubeconfig's server C(api.<cluster name>)).
     type: str
@@ -208,8 +219,8 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endp
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.runner import (
     GATHER_CHOICES, run_services_endpoint_info)
 
-_PASSED = ("platform", "allow_ip", "kops_cluster_name", "openshift_cluster_name", "openshift_base_domain",
-           "mke_host", "kops_host_prefix", "ports", "namespace", "configmap", "operator_deployment",
+_PASSED = ("platform", "allow_ip", "allow_loopback", "kops_cluster_name", "openshift_cluster_name",
+           "openshift_base_domain", "mke_host", "kops_host_prefix", "ports", "namespace", "configmap", "operator_deployment",
            "operator_selector", "previous_pods", "gather", "aws_dns")
 
 
@@ -230,6 +241,7 @@ def main():
         endpoint_host=dict(type="str"),
         endpoint_port=dict(type="int"),
         allow_ip=dict(type="bool", default=False),
+        allow_loopback=dict(type="bool", default=False),
         kops_cluster_name=dict(type="str"),
         openshift_cluster_name=dict(type="str"),
         openshift_base_domain=dict(type="str"),

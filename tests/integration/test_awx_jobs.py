@@ -338,7 +338,7 @@ def kube_proxy_daemonset(cluster):
 def test_services_endpoint_and_kube_proxy_jobs(cluster, kube_proxy_daemonset, awx_job):
     cluster.kubectl("create", "namespace", "tigera-operator", check=False)
     job = awx_job("playbooks/services_endpoint.yml", {"services_endpoint_platform": "kubeadm",
-                                                      "services_endpoint_allow_ip": "true"})
+                                                      "services_endpoint_allow_loopback": "true"})
     job.assert_successful()
     cm = configmap(cluster, "tigera-operator", "kubernetes-services-endpoint")
     host, port = cluster.server.split("://", 1)[1].rsplit(":", 1)

@@ -117,6 +117,16 @@ def test_calico_node_and_typha_run_for_real_in_each_node_namespace(dp):
         # its BPF programs are attached to the node's interface (TCX links pinned in the node's own bpffs)
         links = dp.in_node(proc["node"], "ip", "-d", "link", "show", "vxlan.calico").stdout
         assert "vxlan external" in links and "dstport 4789" in links, links  # eBPF mode: VNI set by the programs
+    # the endpoint the collection wrote is the node network's address of the API server, and it is what calico-node
+    # dials (its log says so at each start); a loopback endpoint would be each node itself (refused by the role)
+    cm = json.loads(dp.kubectl("get", "configmap", "kubernetes-services-endpoint", "-n", "tigera-operator", "-o",
+                               "json").stdout)["data"]
+    assert cm == {"KUBERNETES_SERVICE_HOST": "10.250.%d.1" % dp.cp.state["service_octet"],
+                  "KUBERNETES_SERVICE_PORT": str(dp.cp.state["api_port"])}, cm
+    for proc in running:
+        with open(proc["log"]) as f:
+            assert "API server for this process: %s:%s" % (cm["KUBERNETES_SERVICE_HOST"],
+                                                          cm["KUBERNETES_SERVICE_PORT"]) in f.read()
     typha = [p for p in dp.processes("calico-typha") if p["pid"]]
     assert typha and all(p["where"] == "node" for p in typha), dp.processes("calico-typha")
     # what CalicoNodeStandIn plays on the shared control planes, done by calico-node itself at start-up

@@ -158,7 +158,7 @@ def test_install_ebpf_runs_with_the_install_roles_only(cluster, calico_and_kube_
     res = token_run("playbooks/install_ebpf.yml", env, tmp_path, ebpf_install_variant="Calico",
                     ebpf_install_manifest_url=cluster.mirror_url, ebpf_install_platform="kubeadm",
                     ebpf_install_artifacts_dir=str(tmp_path / "artifacts"), ebpf_install_wait=False,
-                    ebpf_install_timeout=120, ebpf_install_poll_interval=5, services_endpoint_allow_ip=True,
+                    ebpf_install_timeout=120, ebpf_install_poll_interval=5, services_endpoint_allow_loopback=True,
                     kube_proxy_timeout=120, kube_proxy_poll_interval=5)
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
     inst = json.loads(cluster.kubectl("get", "installation", "default", "-o", "json").stdout)

@@ -3,7 +3,9 @@
 The operator is a real Deployment ``tigera-operator`` (label ``k8s-app=tigera-operator``) whose pod kwok runs,
 in the test's own namespace (``services_endpoint_namespace`` is a variable), so a restart is a real pod
 deletion and a new pod from the ReplicaSet. The local control plane's server is ``https://127.0.0.1:<port>``:
-an IP literal, which is exactly what the generic rule must refuse without ``services_endpoint_allow_ip``.
+a loopback address, which is exactly what the rule must refuse without ``services_endpoint_allow_loopback`` (on a
+node it is the node itself; ``services_endpoint_allow_ip`` is not enough); the tests that write say
+``services_endpoint_allow_loopback`` (this control plane's calico-node pods are kwok's: nothing dials it).
 """
 
 import json
@@ -85,18 +87,20 @@ def operator(cluster, namespace):
 
 # -- the ConfigMap ---------------------------------------------------------------------------------------------
 
-def test_ip_literal_is_refused_without_the_flag(cluster, ansible):
+@pytest.mark.parametrize("extra", [{}, {"services_endpoint_allow_ip": True}], ids=["no-flag", "allow_ip-only"])
+def test_a_loopback_endpoint_is_refused_without_allow_loopback(cluster, ansible, extra):
     ns = "t-se-refused-%s" % uuid.uuid4().hex[:8]
     mark = cluster.audit.mark()
-    res = run(ansible, services_endpoint_platform="kubeadm", services_endpoint_namespace=ns)
+    res = run(ansible, services_endpoint_platform="kubeadm", services_endpoint_namespace=ns, **extra)
     writes = cluster.audit.writes_since(mark)
     created = cluster.kubectl("get", "namespace", ns, check=False).returncode == 0
     if created:
         cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
     assert_failed(res)
     msgs = failure_messages(res)
-    assert any(m.startswith("services_endpoint_allow_ip: the API server host would be the IP address 127.0.0.1 "
-                            "(from the kubeconfig's server %s)" % cluster.server) for m in msgs), msgs
+    assert any(m.startswith("services_endpoint_allow_loopback: the API server host would be 127.0.0.1 "
+                            "(from the kubeconfig's server %s), a loopback address" % cluster.server)
+               for m in msgs), msgs
     assert writes == []
     assert not created
 
@@ -104,7 +108,7 @@ def test_ip_literal_is_refused_without_the_flag(cluster, ansible):
 def test_configmap_created_with_strings_and_namespace_and_unchanged_on_rerun(cluster, ansible):
     ns = "t-se-create-%s" % uuid.uuid4().hex[:8]
     try:
-        res = run(ansible, diff=True, services_endpoint_platform="kubeadm", services_endpoint_allow_ip=True,
+        res = run(ansible, diff=True, services_endpoint_platform="kubeadm", services_endpoint_allow_loopback=True,
                   services_endpoint_namespace=ns)
         assert_ok(res)
         assert res.changed() == 2                                     # the namespace and the ConfigMap
@@ -114,7 +118,7 @@ def test_configmap_created_with_strings_and_namespace_and_unchanged_on_rerun(clu
         assert all(isinstance(v, str) for v in cm["data"].values())
 
         mark = cluster.audit.mark()
-        again = run(ansible, services_endpoint_platform="kubeadm", services_endpoint_allow_ip=True,
+        again = run(ansible, services_endpoint_platform="kubeadm", services_endpoint_allow_loopback=True,
                     services_endpoint_namespace=ns)
         assert_ok(again)
         assert again.changed() == 0
@@ -238,7 +242,7 @@ def nameservers(cluster, namespace):
 def test_eks_gets_the_aws_dns_and_port_443(cluster, ansible, operator):
     before = [p["metadata"]["uid"] for p in operator_pods(cluster, operator)]
     res = run(ansible, services_endpoint_platform="eks", services_endpoint_namespace=operator,
-              services_endpoint_allow_ip=True)
+              services_endpoint_allow_loopback=True)
     assert_ok(res)
     assert configmap(cluster, operator)["data"] == {HOST_KEY: "127.0.0.1", PORT_KEY: "443"}
     assert nameservers(cluster, operator) == ["169.254.169.253"]
@@ -247,7 +251,7 @@ def test_eks_gets_the_aws_dns_and_port_443(cluster, ansible, operator):
     assert pods[0]["spec"]["dnsConfig"]["nameservers"] == ["169.254.169.253"]
     mark = cluster.audit.mark()
     again = run(ansible, services_endpoint_platform="eks", services_endpoint_namespace=operator,
-                services_endpoint_allow_ip=True)
+                services_endpoint_allow_loopback=True)
     assert_ok(again)
     assert again.changed() == 0
     assert cluster.audit.writes_since(mark) == []
@@ -323,6 +327,7 @@ DERIVE = """
       calico_ops.lifecycle.services_endpoint_info:
         platform: "{{ item.platform }}"
         allow_ip: "{{ item.allow_ip | default(false) }}"
+        allow_loopback: "{{ item.allow_loopback | default(false) }}"
         kops_cluster_name: "{{ item.kops | default(omit) }}"
         openshift_cluster_name: "{{ item.ocp_name | default(omit) }}"
         openshift_base_domain: "{{ item.ocp_domain | default(omit) }}"
@@ -336,12 +341,12 @@ DERIVE = """
 def test_every_platform_derivation(cluster, ansible):
     port = int(server_port(cluster))
     cases = [
-        ({"platform": "kubeadm", "allow_ip": True}, ("127.0.0.1", port)),
-        ({"platform": "generic", "allow_ip": True}, ("127.0.0.1", port)),
+        ({"platform": "kubeadm", "allow_loopback": True}, ("127.0.0.1", port)),
+        ({"platform": "generic", "allow_loopback": True}, ("127.0.0.1", port)),
         ({"platform": "kops", "kops": "demo.k8s.local"}, ("api.internal.demo.k8s.local", 443)),
         ({"platform": "openshift", "ocp_name": "ocp4", "ocp_domain": "example.com"}, ("api.ocp4.example.com", 6443)),
-        ({"platform": "eks", "allow_ip": True}, ("127.0.0.1", 443)),
-        ({"platform": "aks", "allow_ip": True}, ("127.0.0.1", 443)),
+        ({"platform": "eks", "allow_loopback": True}, ("127.0.0.1", 443)),
+        ({"platform": "aks", "allow_loopback": True}, ("127.0.0.1", 443)),
         ({"platform": "mke"}, ("proxy.local", 6444)),
     ]
     mark = cluster.audit.mark()

@@ -88,6 +88,18 @@ def is_loopback_name(host):
     return low == "localhost" or low.endswith(".localhost")
 
 
+def is_loopback(host):
+    """A loopback name or address (``localhost``, ``127.0.0.0/8``, ``::1``): on a node, the node itself."""
+    if is_loopback_name(host):
+        return True
+    if not is_ip_literal(host):
+        return False
+    text = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if _ipaddress is not None:
+        return _ipaddress.ip_address(u"%s" % text).is_loopback
+    return text.startswith("127.") or text == "::1"  # pragma: no cover - Python 2.7 targets
+
+
 def parse_server(url):
     """``{url, scheme, host, port, path}`` of a kubeconfig server URL; None when it is not one.
 
@@ -158,12 +170,25 @@ def validate_port(value, prefix="", field="port"):
     return []
 
 
-def check_ip(host, allow_ip, origin, prefix=""):
-    """An IP literal (or localhost) is refused unless ``allow_ip``: a dynamic node IP changes on restart and
-    Calico then loses its connection to the API server."""
-    if allow_ip or not (is_ip_literal(host) or is_loopback_name(host)):
+def check_ip(host, allow_ip, origin, prefix="", allow_loopback=False):
+    """A loopback host is refused unless ``allow_loopback``: calico-node reaches the API server through this
+    endpoint before any Service works (no kube-proxy), and on a node a loopback address is the node itself - only a
+    per-node API proxy answers there. Any other IP literal is refused unless ``allow_ip``: a dynamic node IP changes
+    on restart and Calico then loses its connection to the API server."""
+    if is_loopback(host):
+        if allow_loopback:
+            return []
+        return [problem(prefix, "allow_loopback",
+                        "the API server host would be %s (%s), a loopback address: on every node that is the node "
+                        "itself, so calico-node, which reaches the API server through this endpoint while no "
+                        "Service works yet, would not reach it. Set %s to an address the nodes reach (kubeadm: the "
+                        "controlPlaneEndpoint; a kubeconfig made on a control-plane node often says 127.0.0.1), or "
+                        "set %s: true if every node serves the API server on its own loopback (a per-node proxy "
+                        "such as Talos' KubePrism)" % (host, origin, var_name(prefix, "host"),
+                                                       var_name(prefix, "allow_loopback")))]
+    if allow_ip or not is_ip_literal(host):
         return []
-    what = "the loopback name %s" % host if is_loopback_name(host) else "the IP address %s" % host
+    what = "the IP address %s" % host
     return [problem(prefix, "allow_ip",
                     "the API server host would be %s (%s). A node IP can change when the node restarts and "
                     "Calico then loses its connection to the API server. Set %s to a stable DNS name or "
@@ -182,7 +207,8 @@ def kops_cluster_name_from_host(host):
     return None
 
 
-def derive_endpoint(platform, server=None, host=None, port=None, allow_ip=False, kops_cluster_name=None,
+def derive_endpoint(platform, server=None, host=None, port=None, allow_ip=False, allow_loopback=False,
+                    kops_cluster_name=None,
                     openshift_cluster_name=None, openshift_base_domain=None, openshift_internal_uri=None,
                     mke_host=MKE_HOST, kops_host_prefix=KOPS_HOST_PREFIX, ports=None, prefix=""):
     """``{platform, host, port, host_source, port_source, problems}``.
@@ -273,7 +299,8 @@ def derive_endpoint(platform, server=None, host=None, port=None, allow_ip=False,
                 item["message"] += " (derived from %s: set %s)" % (out["host_source"], n("host"))
         problems.extend(host_problems)
         if not host_problems:
-            problems.extend(check_ip(out["host"], allow_ip, "from %s" % out["host_source"], prefix=p))
+            problems.extend(check_ip(out["host"], allow_ip, "from %s" % out["host_source"], prefix=p,
+                                     allow_loopback=allow_loopback))
     if out["port"] is not None:
         port_problems = validate_port(out["port"], prefix=p)
         if port_problems and out["port_source"] != n("port"):

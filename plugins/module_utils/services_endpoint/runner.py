@@ -31,7 +31,7 @@ def openshift_internal_uri(client, group_versions):
 
 
 def run_services_endpoint_info(client, server_url, platform="auto", host=None, port=None, allow_ip=False,
-                               kops_cluster_name=None, openshift_cluster_name=None, openshift_base_domain=None,
+                               allow_loopback=False, kops_cluster_name=None, openshift_cluster_name=None, openshift_base_domain=None,
                                mke_host=rules.MKE_HOST, kops_host_prefix=rules.KOPS_HOST_PREFIX, ports=None,
                                namespace="tigera-operator", configmap="kubernetes-services-endpoint",
                                operator_deployment="tigera-operator", operator_selector="k8s-app=tigera-operator",
@@ -56,7 +56,7 @@ def run_services_endpoint_info(client, server_url, platform="auto", host=None, p
     if "endpoint" in gather and not result["problems"]:
         internal = openshift_internal_uri(client, groups) if chosen["name"] == "openshift" else None
         endpoint = rules.derive_endpoint(
-            chosen["name"], server=server, host=host, port=port, allow_ip=allow_ip,
+            chosen["name"], server=server, host=host, port=port, allow_ip=allow_ip, allow_loopback=allow_loopback,
             kops_cluster_name=kops_cluster_name, openshift_cluster_name=openshift_cluster_name,
             openshift_base_domain=openshift_base_domain, openshift_internal_uri=internal, mke_host=mke_host,
             kops_host_prefix=kops_host_prefix, ports=ports, prefix=prefix)

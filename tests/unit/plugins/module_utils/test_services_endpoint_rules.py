@@ -97,8 +97,28 @@ def test_ip_literal_needs_allow_ip():
     assert r.check_ip("api.example.com", False, "x", prefix=P) == []
 
 
-def test_localhost_is_treated_like_an_ip():
-    assert fields(r.check_ip("localhost", False, "x", prefix=P)) == ["services_endpoint_allow_ip"]
+def test_a_loopback_host_needs_allow_loopback_not_allow_ip():
+    # found with the real calico-node (issue 37): a ConfigMap endpoint of 127.0.0.1 is the node itself on every
+    # node; calico-node in the node's namespaces got "connection refused" and never started
+    for host in ("localhost", "api.localhost", "127.0.0.1", "127.3.2.1", "::1", "[::1]"):
+        for allow_ip in (False, True):
+            problems = r.check_ip(host, allow_ip, "from the kubeconfig's server", prefix=P)
+            assert fields(problems) == ["services_endpoint_allow_loopback"], (host, allow_ip)
+            msg = problems[0]["message"]
+            assert "services_endpoint_host" in msg and "the node itself" in msg, msg
+        assert r.check_ip(host, False, "x", prefix=P, allow_loopback=True) == []
+
+
+def test_allow_loopback_does_not_allow_other_ip_literals():
+    assert fields(r.check_ip("10.0.0.5", False, "x", prefix=P, allow_loopback=True)) == ["services_endpoint_allow_ip"]
+
+
+def test_a_derived_loopback_endpoint_is_refused_before_any_write():
+    out = r.derive_endpoint("kubeadm", server=r.parse_server("https://127.0.0.1:6443"), allow_ip=True, prefix=P)
+    assert fields(out["problems"]) == ["services_endpoint_allow_loopback"]
+    out = r.derive_endpoint("kubeadm", server=r.parse_server("https://127.0.0.1:6443"), allow_loopback=True,
+                            prefix=P)
+    assert (out["host"], out["port"], out["problems"]) == ("127.0.0.1", 6443, [])
 
 
 # -- derivation, per platform -------------------------------------------------------------------------
