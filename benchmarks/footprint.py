@@ -40,36 +40,13 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from localcp import traffic  # noqa: E402
+from localcp.traffic import process_tree as tree, rss_kib  # noqa: E402
 from localcp.cluster import ControlPlane  # noqa: E402
 from localcp.fixtures import Ansible, Cluster  # noqa: E402
 from localcp.nodes import default_specs  # noqa: E402
 
 RESULTS = HERE / "results"
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def tree(pid: int) -> list:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                todo += [int(c) for c in f.read().split()]
-        except OSError:
-            continue
-    return out
-
-
-def rss_kib(pids: list) -> int:
-    total = 0
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/status") as f:
-                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-        except (OSError, StopIteration):
-            continue
-    return total
 
 
 def cpu_ticks(pids: list) -> int:

@@ -181,22 +181,34 @@ def main(argv=None) -> int:
     return 1 if failed else 0
 
 
-def _rss_mib(pid: int) -> float:
-    """RSS of a process and its descendants, MiB."""
-    total = 0
-    todo = [pid]
+def process_tree(pid: int) -> list:
+    """A process and its descendants (by /proc's children lists)."""
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
+        out.append(p)
         try:
-            with open(f"/proc/{p}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
             with open(f"/proc/{p}/task/{p}/children") as f:
                 todo += [int(c) for c in f.read().split()]
         except (OSError, ValueError):
             continue
-    return total / 1024
+    return out
+
+
+def rss_kib(pids: list) -> int:
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+    return total
+
+
+def _rss_mib(pid: int) -> float:
+    """RSS of a process and its descendants, MiB."""
+    return rss_kib(process_tree(pid)) / 1024
 
 
 if __name__ == "__main__":
