@@ -256,3 +256,29 @@ def test_preflight_host_checks_run_inside_each_node(dp, tmp_path):
                                                          dp.nodes_with_network().items()}}),
                     "-e", "node_address={{ node_address_of[inventory_hostname] }}"])
     assert probe.rc == 0, probe.stdout[-3000:] + probe.stderr[-1000:]
+
+
+def test_a_node_left_without_calico_node_loses_its_programs_and_gets_them_back(dp):
+    """Felix leaves its programs attached when it stops (a restart or a rolling update keeps traffic flowing);
+    a node whose calico-node pod goes for good (here: the DaemonSet no longer selects it) has them removed by the
+    runner after 30 s (podrunner.py _detach_orphaned_nodes), and a new calico-node pod attaches them again.
+    Last in this file: it takes node-3's calico-node away for a minute (no test pod runs there)."""
+    def pinned():  # maps.debug and progs.debug: the kernel's own files of every bpffs
+        return [p for p in dp.in_node("node-3", "find", "/sys/fs/bpf", "-mindepth", "1", "-maxdepth", "2").stdout.split()
+                if not p.endswith(".debug")]
+    assert any("tc" in p for p in pinned()), pinned()
+    dp.kubectl("label", "node", "node-3", "kubernetes.io/os=none", "--overwrite")
+    try:
+        dp.wait_for(lambda: not any(p["pid"] and p["node"] == "node-3" for p in dp.processes("calico-node")),
+                    timeout=120, what="calico-node on node-3 stopped (its pod gone)")
+        # still attached right after the stop (a restart would find them), removed once the node stays without one
+        dp.wait_for(lambda: pinned() == [], timeout=120, interval=2,
+                    what="node-3's BPF programs and maps removed (%s)" % pinned())
+    finally:
+        dp.kubectl("label", "node", "node-3", "kubernetes.io/os=linux", "--overwrite")
+    dp.wait_for(lambda: dp.in_node("node-3", dp.bin("calico-node"), "-felix-ready", check=False).returncode == 0,
+                timeout=180, interval=2, what="Felix ready on node-3 again")
+    assert any("tc" in p for p in pinned()), pinned()
+    # and node-3 serves the Service again: a NodePort request entering node-3 (no local endpoint: forwarded)
+    cluster_ip = _svc(dp, "server")["spec"]["clusterIP"]
+    assert _answer(dp, f"http://{cluster_ip}/hostname") == "server"

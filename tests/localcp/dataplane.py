@@ -66,6 +66,14 @@ exec sleep infinity
 """
 
 
+# What takes a node's BPF programs away, run in its namespaces: tc clsact qdiscs (programs attached with tc) off
+# every interface, then the pins of the node's own bpffs - TCX links, programs and maps - unlinked (with no process
+# holding them, the kernel detaches and frees them).
+DETACH_PROGRAMS = r"""for dev in $(ls /sys/class/net); do tc qdisc del dev "$dev" clsact 2>/dev/null; done
+find /sys/fs/bpf -mindepth 1 -depth ! -name '*.debug' -delete
+"""  # maps.debug and progs.debug are the kernel's own (bpffs' preloaded iterators), in every bpffs
+
+
 def _ip(*args, check=True):
     proc = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
     if check and proc.returncode != 0:

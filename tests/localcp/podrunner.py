@@ -49,6 +49,7 @@ from .versions import CALICO_VERSION, OPERATOR_VERSIONS
 
 TOKEN_SECONDS = 7 * 24 * 3600
 BACKOFF_MAX = 20.0
+DETACH_AFTER = 30.0  # a node with no calico-node pod for this long loses its BPF programs (_detach_orphaned_nodes)
 
 
 def log(msg: str) -> None:
@@ -271,6 +272,7 @@ class PodRunner:
         self.pods_dir.mkdir(exist_ok=True)
         self.procs: dict = {}
         self.networks: dict = {}  # pod uid -> its network (holder, addresses): pods marked for one
+        self.orphaned: dict = {}  # node -> when its calico-node process stopped with its pod gone
         self._state_mtime = 0.0
         self.pods: dict = {}  # uid -> pod (pods with a container of a known component, or marked for a network)
         self.lock = threading.Lock()
@@ -682,6 +684,27 @@ class PodRunner:
                     out[(pod["metadata"]["uid"], c["name"])] = (comp, tag, pod, c)
         return out
 
+    def _detach_orphaned_nodes(self, desired) -> None:
+        """A node whose calico-node pod went (uninstall, DaemonSet deleted) and got no new one within
+        ``DETACH_AFTER`` seconds: its BPF programs and maps are removed (dataplane.DETACH_PROGRAMS in the node's
+        namespaces: ``calico-bpf cleanup`` left the TCX links and the pins in place here). Felix leaves them attached when it stops, so that a restart or a rolling update keeps traffic
+        flowing, as on a real node; left alone with their maps no longer kept, they would drop the node's traffic."""
+        with_node = {pod["spec"].get("nodeName") for comp, _tag, pod, _c in desired.values()
+                     if comp.name == "calico-node"}
+        now = time.monotonic()
+        for node in list(self.orphaned):
+            if node in with_node:
+                self.orphaned.pop(node)
+            elif now - self.orphaned[node] > DETACH_AFTER:
+                self.orphaned.pop(node)
+                holder = (self.dataplane_nodes().get(node) or {}).get("holder")
+                if not holder:
+                    continue
+                proc = subprocess.run(dataplane.enter(holder) + ["sh", "-c", dataplane.DETACH_PROGRAMS],
+                                      capture_output=True, text=True, timeout=60, check=False)
+                log(f"node {node}: no calico-node pod for {DETACH_AFTER:.0f}s - its BPF programs and maps removed "
+                    f"(rc {proc.returncode} {proc.stderr.strip()[-200:]})")
+
     def reconcile(self) -> None:
         self.reconcile_networks()
         desired = self._desired()
@@ -690,6 +713,9 @@ class PodRunner:
                 proc = self.procs.pop(key)
                 _stop(proc.popen)
                 log(f"stopped {proc.label} (its pod is gone or terminating)")
+                if proc.comp.name == "calico-node" and proc.binary and proc.where == "node":
+                    self.orphaned[proc.pod["spec"].get("nodeName")] = time.monotonic()
+        self._detach_orphaned_nodes(desired)
         now = time.monotonic()
         for key, (comp, tag, pod, c) in desired.items():
             proc = self.procs.get(key)
