@@ -443,7 +443,7 @@ def _build_dataplane(bindir: Path) -> None:
 
 
 # rough minutes of each build, cold, on this machine's 2 cores (measured 2026-11-28): only for the progress lines
-BUILD_MINUTES = {"kubernetes": 20, "kwok": 3, "helm": 3, "operator": 6, "calico components": 8, "data plane": 35}
+BUILD_MINUTES = {"kubernetes": 8, "kwok": 3, "helm": 3, "operator": 6, "calico components": 5, "data plane": 23}
 
 
 def build_all(calico: bool = True, only: str = "all") -> dict:
