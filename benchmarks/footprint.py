@@ -27,6 +27,7 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -107,8 +108,9 @@ def measure(size: int, settle: float, window: float, workdir: Path) -> dict:
             extra_vars={"ebpf_install_artifacts_dir": str(workdir / "artifacts"), "ebpf_install_timeout": 900,
                         "preflight_report_dir": str(workdir / "report")})
         t0 = time.monotonic()
-        play = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
+        play_log = open(workdir / "install_ebpf.log", "w")  # a file: a pipe nobody reads fills and stops the play
+        play = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdout=play_log, stderr=subprocess.STDOUT, text=True)
+        play_log.close()
         first = {"outside": None, "pod": None}
         install_s = None
         deadline = t0 + 1200
@@ -116,7 +118,7 @@ def measure(size: int, settle: float, window: float, workdir: Path) -> dict:
             if install_s is None and play.poll() is not None:
                 install_s = time.monotonic() - t0
                 if play.returncode != 0:
-                    raise RuntimeError("install_ebpf failed:\n" + play.stdout.read()[-3000:])
+                    raise RuntimeError("install_ebpf failed:\n" + (workdir / "install_ebpf.log").read_text()[-3000:])
             if first["outside"] is None and t.get(url, pod=None, timeout=1)[0]:
                 first["outside"] = time.monotonic() - t0
             if first["pod"] is None and t.holder("client") and t.get(url, pod="client", timeout=1)[0]:
@@ -193,6 +195,8 @@ def main(argv=None) -> int:
     parser.add_argument("--settle", type=float, default=60)
     parser.add_argument("--window", type=float, default=30)
     args = parser.parse_args(argv)
+    # stopped (SIGTERM): unwind, so that each control plane's finally removes its node namespaces and processes
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     path = RESULTS / "footprint.json"
     results = json.loads(path.read_text()) if path.exists() else {}
     for size in [int(s) for s in args.sizes.split(",")]:
