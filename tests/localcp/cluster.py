@@ -162,6 +162,10 @@ def claim_service_octet(run_dir: Path) -> int:
                 pid = None
             if pid and _alive(pid):
                 continue
+            # its control plane is gone without its clean-up (killed): its namespaces go before the octet is reused
+            for netns in dataplane.leftover_nodes(n):
+                dataplane.delete_netns(netns)
+            shapes.delete_node_network(n)
             claim.write_text(str(run_dir))
             return n
         with os.fdopen(fd, "w") as f:

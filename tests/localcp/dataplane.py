@@ -163,6 +163,10 @@ def delete_node(octet: int, index: int) -> None:
     _ip("netns", "del", net["netns"], check=False)
 
 
+def delete_netns(name: str) -> None:
+    _ip("netns", "del", name, check=False)
+
+
 def leftover_nodes(octet: int) -> list:
     """Node namespaces of this octet that still exist (tear-down checks)."""
     out = _ip("netns", "list", check=False).stdout
