@@ -84,7 +84,7 @@ def felix_pids(pids: list) -> list:
     out = []
     for p in pids:
         try:
-            if "-felix" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0"):
+            if b"-felix" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0"):
                 out.append(p)
         except OSError:
             continue
