@@ -273,6 +273,7 @@ class PodRunner:
         self.procs: dict = {}
         self.networks: dict = {}  # pod uid -> its network (holder, addresses): pods marked for one
         self.orphaned: dict = {}  # node -> when its calico-node process stopped with its pod gone
+        self.cni_setups: dict = {}  # node -> (calico-node pod uid, the CNI plugin's configuration)
         self._state_mtime = 0.0
         self.pods: dict = {}  # uid -> pod (pods with a container of a known component, or marked for a network)
         self.lock = threading.Lock()
@@ -559,8 +560,8 @@ class PodRunner:
         """Marked by a test, or a pod of a component that runs in its pod's network on a data plane."""
         if ann.get(dataplane.NETWORK_ANNOTATION) == "true":
             return True
-        return any((component_for(c.get("image") or "")[0] or Component("", "", {})).where_dataplane == "pod"
-                   for c in pod["spec"].get("containers") or [])
+        comps = [component_for(c.get("image") or "")[0] for c in pod["spec"].get("containers") or []]
+        return any(comp is not None and comp.where_dataplane == "pod" for comp in comps)
 
     def _cni_setup(self, pod) -> tuple:
         """(netconf, node holder pid) for a pod on its node: install-cni's configuration of the calico-node pod
@@ -575,6 +576,9 @@ class PodRunner:
                                   for c in p["spec"].get("containers") or [])), None)
         if cnode is None:
             raise RuntimeError(f"no calico-node pod on {node} yet (its install-cni gives the CNI configuration)")
+        cached = self.cni_setups.get(node)
+        if cached and cached[0] == cnode["metadata"]["uid"]:
+            return cached[1], holder  # install-cni writes the configuration once per calico-node pod
         install = next((c for c in cnode["spec"].get("initContainers") or [] if c["name"] == "install-cni"), None)
         if install is None:
             raise RuntimeError(f"calico-node pod {cnode['metadata']['name']} has no install-cni container")
@@ -598,7 +602,9 @@ class PodRunner:
             "contexts": [{"name": "calico-context", "context": {"cluster": "local", "user": "calico"}}],
             "current-context": "calico-context"}))
         kubeconfig.chmod(0o600)
-        return podnet.netconf(template, env, node, str(kubeconfig)), holder
+        conf = podnet.netconf(template, env, node, str(kubeconfig))
+        self.cni_setups[node] = (cnode["metadata"]["uid"], conf)
+        return conf, holder
 
     def _network_up(self, pod) -> None:
         meta = pod["metadata"]
