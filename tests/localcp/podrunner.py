@@ -18,8 +18,13 @@ Calico control components built into the cache (see ``COMPONENTS``), this runner
   (deleted, terminating, scaled to 0); a process that exits is started again with a back-off, as
   ``restartPolicy: Always`` does (calico-kube-controllers exits on purpose when its configuration changes).
 
+On a control plane whose nodes have a network (dataplane.py) it also runs the data plane: the real calico-node and
+calico-typha inside their node's namespaces (``where="node"``), and wires pods that want a network with Calico's
+CNI plugin (podnet.py; ``where="pod"``: the agnhost netexec stand-in, and calico-apiserver there). What such a run
+does that a real host would not is written, one line each, at the top of the process's log (``_notes``).
+
 Logs: ``<run dir>/pods/<namespace>_<pod>_<container>.log``; ``<run dir>/pods/processes.json`` lists what runs
-(tests read it through ``localcp.fixtures.Cluster.processes``). The runner authenticates as ``localcp-podrunner``
+(tests read it through ``localcp.fixtures.Cluster.processes``), ``pods/networks.json`` the pods' networks. The runner authenticates as ``localcp-podrunner``
 (its reads are left out of the audit log, like kwok's), so writes by the components are the components' own
 ServiceAccounts' in the audit log, never ``admin``.
 
