@@ -1,9 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: calico_ops contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Molecule: play calico-node's start-up report, which nothing can run here, for the manifest upgrade scenario.
+"""Molecule: play calico-node's start-up report, which nothing runs here, for the manifest upgrade scenario.
 
-calico-node needs a kernel for its data plane; kwok runs its pods (Running, ready) but executes nothing in them.
+The scenarios' control planes have no node network (the real calico-node runs only where nodes have one:
+tests/localcp/dataplane.py), and they install v3.27.5, whose calico-node is not built; kwok runs its pods (Running,
+ready) but executes nothing in them.
 The stand-in of the integration tests (tests/integration/calico_support.py) writes what calico-node writes at
 start-up and the upgrade role reads: ClusterInformation ``default`` ``spec.calicoVersion`` (the image tag of the
 running calico-node; Kubernetes API datastore). The Tigera operator is not played: the harness runs the real one.
