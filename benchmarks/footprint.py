@@ -100,8 +100,7 @@ def measure(size: int, settle: float, window: float, workdir: Path) -> dict:
     try:
         t = traffic.Traffic(cp.run_dir)
         t.deploy()
-        cluster_ip = json.loads(cluster.kubectl("get", "service", "server", "-n", traffic.NAMESPACE, "-o",
-                                                "json").stdout)["spec"]["clusterIP"]
+        cluster_ip = t.cluster_ip()
         url = f"http://{cluster_ip}/hostname"
         cmd, env = Ansible(cluster, workdir).command(
             "playbooks/install_ebpf.yml", inventory=str(ROOT / "inventories/local/hosts.yml"),
@@ -121,7 +120,7 @@ def measure(size: int, settle: float, window: float, workdir: Path) -> dict:
                     raise RuntimeError("install_ebpf failed:\n" + (workdir / "install_ebpf.log").read_text()[-3000:])
             if first["outside"] is None and t.get(url, pod=None, timeout=1)[0]:
                 first["outside"] = time.monotonic() - t0
-            if first["pod"] is None and t.holder("client") and t.get(url, pod="client", timeout=1)[0]:
+            if first["pod"] is None and t.get(url, pod="client", timeout=1)[0]:
                 first["pod"] = time.monotonic() - t0
             time.sleep(0.5)
         if None in first.values():

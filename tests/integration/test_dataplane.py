@@ -26,6 +26,7 @@ import time
 import pytest
 import yaml
 
+from localcp import traffic
 from localcp.audit import describe
 from localcp.cluster import ControlPlane
 from localcp.fixtures import Ansible, Cluster
@@ -33,27 +34,9 @@ from localcp.fixtures import Ansible, Cluster
 pytestmark = pytest.mark.integration
 
 NS = "traffic"
-AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
-NETWORK = {"localcp.calico-ops/network": "true"}
-
-
-def _pod(name, node, labels=None):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "labels": labels or {"app": name}, "annotations": NETWORK},
-            "spec": {"nodeName": node, "containers": [{"name": "netexec", "image": AGNHOST,
-                                                       "args": ["netexec", "--http-port=8080"]}]}}
-
-
-WORKLOADS = [
-    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
-    _pod("server", "node-2"),
-    _pod("client", "node-1"),
-    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server", "namespace": NS},
-     "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8080}]}},
-    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server-local", "namespace": NS},
-     "spec": {"type": "NodePort", "externalTrafficPolicy": "Local", "selector": {"app": "server"},
-              "ports": [{"port": 80, "targetPort": 8080, "nodePort": 30080}]}},
-]
+# the demo's workloads (localcp/traffic.py): pods server (node-2) and client (node-1) with a network, a ClusterIP
+# Service `server` and a NodePort Service (externalTrafficPolicy Local) on traffic.NODE_PORT
+WORKLOADS = traffic.workloads("node-2", "node-1", namespace=NS)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +138,7 @@ def test_services_are_served_by_calico_bpf_nat_with_no_kube_proxy(dp):
     cluster_ip = _svc(dp, "server")["spec"]["clusterIP"]
     assert _answer(dp, f"http://{cluster_ip}/hostname") == "server"
     node2 = dp.nodes_with_network()["node-2"]["address"]
-    assert _answer(dp, f"http://{node2}:30080/hostname") == "server"
+    assert _answer(dp, f"http://{node2}:{traffic.NODE_PORT}/hostname") == "server"
     server = _ip(dp, "server")
     for node in dp.nodes_with_network():
         nat = dp.in_node(node, dp.bin("calico-bpf"), "nat", "dump").stdout
@@ -180,10 +163,10 @@ def test_a_node_port_with_external_traffic_policy_local_keeps_the_client_address
     node2 = dp.nodes_with_network()["node-2"]["address"]  # the server's node
     # from outside the cluster: this machine, on the node network's host address
     host_address = "10.250.%d.1" % dp.cp.state["service_octet"]
-    body = _answer(dp, f"http://{node2}:30080/clientip", pod=None)
+    body = _answer(dp, f"http://{node2}:{traffic.NODE_PORT}/clientip", pod=None)
     assert body.split(":")[0] == host_address, body
     # and from a pod on another node
-    body = _answer(dp, f"http://{node2}:30080/clientip")
+    body = _answer(dp, f"http://{node2}:{traffic.NODE_PORT}/clientip")
     assert body.split(":")[0] == _ip(dp, "client"), body
 
 

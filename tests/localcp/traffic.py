@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -46,29 +44,27 @@ def workloads(server_node: str, client_node: str, namespace: str = NAMESPACE) ->
 
 
 class Traffic:
-    def __init__(self, run_dir: Path):
-        self.run_dir = Path(run_dir)
-        self.state = json.loads((self.run_dir / "state.json").read_text())
-        self.nodes = self.state["dataplane"]["nodes"]
-        self.kubectl = [self.state["bins"]["kubectl"], "--kubeconfig", self.state["kubeconfig"]]
+    """The demo's workloads and requests, on the test fixtures' Cluster of a control plane's run dir (its kubectl,
+    pod networks, in-node commands and in-pod GETs)."""
 
-    def _kubectl(self, *args, stdin=None) -> str:
-        proc = subprocess.run(self.kubectl + list(args), input=stdin, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"kubectl {' '.join(args)}: {proc.stderr.strip()}")
-        return proc.stdout
+    def __init__(self, run_dir: Path):
+        from .cluster import ControlPlane
+        from .fixtures import Cluster
+        self.cluster = Cluster(ControlPlane.load(Path(run_dir)))
+        self.run_dir = Path(run_dir)
+        self.nodes = self.cluster.nodes_with_network()
+
+    def _json(self, *args) -> dict:
+        return json.loads(self.cluster.kubectl(*args, "-o", "json").stdout)
 
     def deploy(self) -> tuple:
         names = sorted(self.nodes)
         server_node, client_node = names[min(1, len(names) - 1)], names[0]
-        self._kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(workloads(server_node, client_node)))
+        self.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(workloads(server_node, client_node)))
         return server_node, client_node
 
     def networks(self) -> list:
-        try:
-            return json.loads((self.run_dir / "pods" / "networks.json").read_text())
-        except (OSError, ValueError):
-            return []
+        return self.cluster.pod_networks()
 
     def holder(self, pod: str):
         return next((n["holder"] for n in self.networks() if n["namespace"] == NAMESPACE and n["pod"] == pod
@@ -77,8 +73,7 @@ class Traffic:
     def wait_ready(self, timeout: float = 300, progress=None) -> None:
         deadline, last = time.monotonic() + timeout, 0.0
         while True:
-            procs = json.loads((self.run_dir / "pods" / "processes.json").read_text())
-            servers = [p for p in procs if p["component"] == "agnhost" and p["namespace"] == NAMESPACE]
+            servers = [p for p in self.cluster.processes("agnhost") if p["namespace"] == NAMESPACE]
             if self.holder("server") and self.holder("client") and servers and all(p["pid"] for p in servers):
                 return
             if time.monotonic() > deadline:
@@ -91,10 +86,10 @@ class Traffic:
             time.sleep(0.5)
 
     def get(self, url: str, pod: str | None = "client", timeout: float = 3):
-        prefix = dataplane.enter(self.holder(pod)) if pod else []
-        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-        proc = subprocess.run(prefix + [sys.executable, "-m", "localcp.podserve", "get", url, "--timeout",
-                                        str(timeout)], capture_output=True, text=True, env=env, check=False)
+        """(answered, body or the client's error), from the pod (or this machine: pod None)."""
+        if pod and not self.holder(pod):
+            return False, f"pod {pod} has no network yet"
+        proc = self.cluster.http_get(url, namespace=NAMESPACE if pod else None, pod=pod, timeout=timeout)
         return proc.returncode == 0, (proc.stdout if proc.returncode == 0 else proc.stderr.strip())
 
     def first_answer(self, url: str, pod: str | None = "client", timeout: float = 120):
@@ -106,20 +101,21 @@ class Traffic:
             time.sleep(0.5)
 
     def pod_ip(self, name: str) -> str:
-        return json.loads(self._kubectl("get", "pod", name, "-n", NAMESPACE, "-o", "json"))["status"]["podIP"]
+        return self._json("get", "pod", name, "-n", NAMESPACE)["status"]["podIP"]
+
+    def cluster_ip(self) -> str:
+        return self._json("get", "service", "server", "-n", NAMESPACE)["spec"]["clusterIP"]
 
     def requests(self) -> list:
         """(label, url, from, ok, answer) of each request the demo shows."""
-        server_node = json.loads(self._kubectl("get", "pod", "server", "-n", NAMESPACE, "-o", "json"))["spec"][
-            "nodeName"]
-        cluster_ip = json.loads(self._kubectl("get", "service", "server", "-n", NAMESPACE, "-o", "json"))["spec"][
-            "clusterIP"]
+        server_node = self._json("get", "pod", "server", "-n", NAMESPACE)["spec"]["nodeName"]
+        cluster_ip = self.cluster_ip()
         node_ip = self.nodes[server_node]["address"]
         server_ip = self.pod_ip("server")
         plan = [("pod on another node", f"http://{server_ip}:8080/clientip", "client"),
                 ("ClusterIP Service", f"http://{cluster_ip}/clientip", "client"),
                 (f"NodePort Service on {server_node}", f"http://{node_ip}:{NODE_PORT}/clientip", "client"),
-                (f"NodePort (externalTrafficPolicy Local) from outside the cluster",
+                ("NodePort (externalTrafficPolicy Local) from outside the cluster",
                  f"http://{node_ip}:{NODE_PORT}/clientip", None)]
         out = []
         for label, url, pod in plan:
@@ -128,10 +124,8 @@ class Traffic:
         return out
 
     def nat_entry(self, node: str, cluster_ip: str) -> list:
-        proc = subprocess.run(dataplane.enter(self.nodes[node]["holder"]) + [self.state["bins"]["calico-bpf"], "nat",
-                                                                              "dump"],
-                              capture_output=True, text=True, check=False)
-        lines = proc.stdout.splitlines()
+        lines = self.cluster.in_node(node, self.cluster.bin("calico-bpf"), "nat", "dump",
+                                     check=False).stdout.splitlines()
         for i, line in enumerate(lines):
             if line.startswith(f"{cluster_ip} port 80 "):
                 backends = []
@@ -166,14 +160,13 @@ def main(argv=None) -> int:
         else:
             failed += 1
             print(f"    FAIL {label:<62} {url:<40} from {source}: {text}")
-    cluster_ip = json.loads(t._kubectl("get", "service", "server", "-n", NAMESPACE, "-o", "json"))["spec"]["clusterIP"]
+    cluster_ip = t.cluster_ip()
     print(f"--- Calico's BPF NAT table for {cluster_ip}:80 (calico-bpf nat dump, in each node's namespaces)")
     for node in sorted(t.nodes):
         entry = t.nat_entry(node, cluster_ip)
         print(f"    {node}: {' -> '.join(entry) if entry else '(not there)'}")
     print("--- calico-node and calico-typha behind their pods (real processes in each node's namespaces)")
-    procs = json.loads((t.run_dir / "pods" / "processes.json").read_text())
-    for p in procs:
+    for p in t.cluster.processes():
         if p["component"] in ("calico-node", "calico-typha"):
             rss = _rss_mib(p["pid"]) if p["pid"] else 0
             print(f"    {p['component']:<13} {p['namespace']}/{p['pod']:<32} node {p['node']}  pid {p['pid']}  "
