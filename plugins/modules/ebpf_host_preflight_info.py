@@ -37,7 +37,7 @@ options:
     default: []
     choices: [architecture, os_kernel, windows, immutable_os, platform, kube_proxy_mode, sctp_services,
               policy_log_action, floating_ips, application_layer_policy, web_application_firewall, l7_logs,
-              host_facts, bpffs, cgroup_v2, vxlan_module, vlan_devices]
+              api_endpoint_name, host_facts, bpffs, cgroup_v2, vxlan_module, vlan_devices]
 extends_documentation_fragment:
   - calico_ops.lifecycle.attributes.read_only
 seealso:

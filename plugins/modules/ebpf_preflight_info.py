@@ -32,6 +32,10 @@ description:
     C(flexVolumePath)), C(kube_proxy_mode) (IPVS fails), C(sctp_services), C(policy_log_action),
     C(floating_ips), C(application_layer_policy), C(web_application_firewall), C(l7_logs). Findings name the
     objects (C(Kind/namespace/name), the first O(max_objects)) and count them.
+  - C(api_endpoint_name) warns when the API server host Calico dials is a DNS name - the C(KUBERNETES_SERVICE_HOST) of
+    ConfigMap C(kubernetes-services-endpoint) (in C(tigera-operator), else C(kube-system)), or without one the
+    kubeconfig's server, which the install writes on kubeadm, generic, EKS and AKS - since calico-node in eBPF mode
+    resolves it at boot and can hang there when only the cluster's DNS answers for it (Calico issue 10683).
   - Checks that need Calico's CRDs pass with "not installed" when Calico is not installed yet.
     C(projectcalico.org/v3) is read when the Calico API server serves it, else C(crd.projectcalico.org/v1).
 extends_documentation_fragment:
@@ -53,7 +57,7 @@ options:
     default: []
     choices: [architecture, os_kernel, windows, immutable_os, platform, kube_proxy_mode, sctp_services,
               policy_log_action, floating_ips, application_layer_policy, web_application_firewall, l7_logs,
-              host_facts, bpffs, cgroup_v2, vxlan_module, vlan_devices]
+              api_endpoint_name, host_facts, bpffs, cgroup_v2, vxlan_module, vlan_devices]
   max_objects:
     description:
       - How many objects a finding names (the count is always complete).
@@ -201,6 +205,7 @@ def _preflight(m):
     if p["max_objects"] < 0 or p["page_size"] < 1:
         m.fail("max_objects must be >= 0 and page_size >= 1")
     return run_preflight(m.client(), platform=p["platform"], ignore=p["ignore"], max_objects=p["max_objects"],
+                         server_url=m.server_url(),
                          page_size=p["page_size"])
 
 

@@ -92,6 +92,13 @@ options:
     description: kOps - the file the commands write the cluster spec to.
     type: str
     default: cluster.yaml
+  calico_node:
+    description:
+      - calico-node DaemonSets (C(namespace/name)) whose way to the API server is read into RV(calico_api); the
+        first that exists is used (the operator's, then a manifest install's).
+    type: list
+    elements: str
+    default: [calico-system/calico-node, kube-system/calico-node]
 attributes:
   check_mode:
     support: full
@@ -168,6 +175,15 @@ mke:
   description: MKE - whether the role must fail and the message naming the install flags.
   returned: when the platform is mke
   type: dict
+calico_api:
+  description:
+    - How calico-node reaches the API server - C(daemonset) (C(namespace/name), null when Calico is not
+      installed), C(direct) (KUBERNETES_SERVICE_HOST and _PORT are set, so it does not need kube-proxy), C(host),
+      C(port), C(source) (the container's env, or the ConfigMap it takes its environment from).
+  returned: always
+  type: dict
+  sample: {daemonset: calico-system/calico-node, direct: true, host: 10.0.0.10, port: "6443",
+           source: "the container's env (rendered from ConfigMap kubernetes-services-endpoint)"}
 api_requests:
   description: How many API requests the module made (C(read), C(write); write is always 0).
   returned: always
@@ -183,7 +199,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endp
 
 _PASSED = ("state", "platform", "namespace", "daemonset", "configmaps", "pod_selector", "node_selector",
            "target_mode", "openshift_name", "openshift_field", "felix_name", "felix_field", "kops_cluster_name",
-           "kops_state_store", "kops_binary", "kops_spec_file")
+           "kops_state_store", "kops_binary", "kops_spec_file", "calico_node")
 
 
 def _kube_proxy(m):
@@ -211,6 +227,7 @@ def main():
         kops_state_store=dict(type="str", no_log=False),
         kops_binary=dict(type="str", default="kops"),
         kops_spec_file=dict(type="str", default="cluster.yaml"),
+        calico_node=dict(type="list", elements="str", default=["calico-system/calico-node", "kube-system/calico-node"]),
     ), error_prefix="kube-proxy: ",
         subject=lambda p: describe_object("apps/v1", "daemonsets", p["namespace"], p["daemonset"])).run(_kube_proxy)
 

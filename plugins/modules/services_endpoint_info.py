@@ -165,7 +165,10 @@ aws_dns:
   type: dict
   sample: {wanted: true, setting: null, nameservers: [169.254.169.253]}
 endpoint:
-  description: The host and port and where each came from.
+  description:
+    - The host and port and where each came from.
+    - C(dns_name_warning) - when the host is a DNS name, why that can hang calico-node at boot in eBPF mode
+      (Calico issue 10683) and what to check; null for an IP address.
   returned: when O(gather) has V(endpoint)
   type: dict
   sample:
@@ -174,6 +177,7 @@ endpoint:
     port: 443
     host_source: "the kubeconfig's server https://ABC.gr7.eu-west-1.eks.amazonaws.com"
     port_source: the Amazon EKS default
+    dns_name_warning: "KUBERNETES_SERVICE_HOST ABC.gr7.eu-west-1.eks.amazonaws.com is a DNS name: ..."
 data:
   description: The ConfigMap data to write (strings); null when not valid.
   returned: when O(gather) has V(endpoint)

@@ -25,6 +25,9 @@ FILE_WEIGHTS = {
     "test_install_ebpf.py": 1900,
     # a data-plane control plane of its own: install_ebpf with the real calico-node, then traffic (2026-11-28: 160 s)
     "test_dataplane.py": 200,
+    # a data-plane control plane of its own with the real kube-proxy: six switches under traffic, each calico-node
+    # rollout one node at a time behind Felix's readiness (2026-11-28: ~600 s)
+    "test_switch_under_traffic.py": 600,
     "test_awx_jobs.py": 900,
     "test_disable_ebpf.py": 350,
     "test_kube_proxy.py": 450,
@@ -114,3 +117,19 @@ def pytest_collection_modifyitems(config, items):
     chosen = set(id(i) for i in here)
     others = [i for i in items if id(i) not in chosen]
     items[:] = [i for _w, members in ordered for i in members] + others
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The probers' tables of the switches under traffic (test_switch_under_traffic.py, ``record_property("prober",
+    ...)``), at the end of the run's output whatever the verbosity: the counts are a result, not a log."""
+    seen = []
+    for key in ("passed", "failed", "error"):
+        for report in terminalreporter.stats.get(key, []):
+            for name, value in getattr(report, "user_properties", ()) or ():
+                if name == "prober" and report.when == "call":
+                    seen.append((report.nodeid.split("::")[-1], value))
+    if seen:
+        terminalreporter.section("switches under traffic: what the probers counted")
+        for test, text in seen:
+            terminalreporter.write_line(test)
+            terminalreporter.write_line(text)

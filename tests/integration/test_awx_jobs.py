@@ -34,6 +34,7 @@ from calico_support import (CalicoNodeStandIn, Install, get, image_tag, nudge_cr
                             remove_operator_install, wipe_calico)
 from kube_controllers import (METRICS_OFF, KubeControllers, calico_crd_docs,  # noqa: E402
                               delete_automatic_endpoints)
+from localcp.fixtures import KWOK_FELIX_WINDOW_VAR  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -232,7 +233,9 @@ def awx_job(cluster, templates, execution_environment, credential, tmp_path, mon
             shutil.copytree(str(ROOT / folder), str(pdd / "project" / folder))
         # the inventory: imported from the project's inventories/local, plus this cluster's mirror of the releases
         shutil.copytree(str(ROOT / "inventories" / "local"), str(pdd / "inventory"))
-        local = {"calico_manifest_url": cluster.mirror_url, "calico_chart_repo_url": cluster.chart_repo_url}
+        local = {"calico_manifest_url": cluster.mirror_url, "calico_chart_repo_url": cluster.chart_repo_url,
+                 # kwok's calico-node: no Felix restarts onto eBPF, the window after bpfEnabled would only wait
+                 KWOK_FELIX_WINDOW_VAR: 0}
         local.update(inventory_vars or {})
         (pdd / "inventory" / "group_vars" / "all" / "zz_awx_inventory.yml").write_text(yaml.safe_dump(local))
         (pdd / "home").mkdir()

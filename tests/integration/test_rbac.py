@@ -21,10 +21,12 @@ RBAC = yaml.safe_load((ROOT / "docs" / "rbac.yml").read_text())["items"]  # one 
 BINDINGS = ("ClusterRoleBinding", "RoleBinding")
 # the roles docs/rbac.yml says each job needs (its header table), as (kind, name, namespace)
 JOBS = {
-    "preflight": [("ClusterRole", "calico-ops-preflight", None), ("Role", "calico-ops-preflight", "kube-system")],
+    "preflight": [("ClusterRole", "calico-ops-preflight", None), ("Role", "calico-ops-preflight", "kube-system"),
+                  ("Role", "calico-ops-preflight", "tigera-operator")],
     "install": [("ClusterRole", "calico-ops-preflight", None), ("Role", "calico-ops-preflight", "kube-system"),
+                ("Role", "calico-ops-preflight", "tigera-operator"),
                 ("ClusterRole", "calico-ops-install", None), ("Role", "calico-ops-install", "tigera-operator"),
-                ("Role", "calico-ops-kube-proxy", "kube-system")],
+                ("ClusterRole", "calico-ops-kube-proxy", None), ("Role", "calico-ops-kube-proxy", "kube-system")],
     "owner-references": [("ClusterRole", "calico-ops-owner-references", None),
                          ("Role", "calico-ops-records", "kube-system"),
                          ("ClusterRole", "calico-ops-cluster-identity", None)],

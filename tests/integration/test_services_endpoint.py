@@ -401,3 +401,22 @@ def test_openshift_detected_and_endpoint_from_the_infrastructure(cluster, ansibl
     facts = res.result_of("Publish the endpoint for the roles that run after this one")["ansible_facts"]
     assert facts["services_endpoint_result"]["platform"] == "openshift"
     assert "apiServerInternalURI" in facts["services_endpoint_result"]["host_source"]
+
+
+def test_a_dns_name_endpoint_is_written_with_the_boot_hang_warning(cluster, ansible, namespace):
+    """Calico issue 10683: calico-node in eBPF mode resolves KUBERNETES_SERVICE_HOST at boot and can hang there
+    when only the cluster's DNS answers for it. The harness cannot reproduce the hang (no cluster DNS runs here), so
+    this shows what the collection does: it writes the name and says so, naming the issue - and an IP says nothing."""
+    res = run(ansible, services_endpoint_platform="kubeadm", services_endpoint_namespace=namespace,
+              services_endpoint_host="api.cluster.local", services_endpoint_port=6443)
+    assert_ok(res)
+    shown = res.result_of("Show the endpoint and what changed")["msg"]
+    warning = [line for line in shown if line.startswith("WARNING: ")]
+    assert warning and "KUBERNETES_SERVICE_HOST api.cluster.local is a DNS name" in warning[0], shown
+    assert "Calico issue 10683" in warning[0] and "looks cluster-internal" in warning[0]
+    assert configmap(cluster, namespace)["data"][HOST_KEY] == "api.cluster.local"
+    ip = run(ansible, services_endpoint_platform="kubeadm", services_endpoint_namespace=namespace,
+             services_endpoint_host="10.0.0.10", services_endpoint_port=6443, services_endpoint_allow_ip=True)
+    assert_ok(ip)
+    assert not [line for line in ip.result_of("Show the endpoint and what changed")["msg"]
+                if line.startswith("WARNING: ")]

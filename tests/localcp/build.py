@@ -5,6 +5,7 @@ Every binary is built from a pinned module version with ``GOTOOLCHAIN=local``:
 * kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd from a generated wrapper
   module that requires ``k8s.io/kubernetes`` and replaces each staging module its go.mod requires at
   ``v0.0.0`` with the published ``v0.<minor>.<patch>`` (the list is read from the downloaded go.mod);
+  kube-proxy from the same wrapper, into a directory of its own (only nodes with a network run it);
 * kwok and helm with a plain ``go install`` at their release tags;
 * the Tigera operator from a wrapper module that copies its non-local replace directives.
 
@@ -212,13 +213,7 @@ def _build_kubernetes(bindir: Path) -> Path:
     lines += godebug_lines(gomod) + [""]
     lines += [f"require k8s.io/kubernetes {version}", ""] + replaces + [""]
     (work / "go.mod").write_text("\n".join(lines))
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    xs = []
-    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
-        xs += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major.lstrip('v')}",
-               f"-X {pkg}.gitMinor={minor}", f"-X {pkg}.gitCommit=calico-ops-build",
-               f"-X {pkg}.gitTreeState=clean", f"-X {pkg}.buildDate={stamp}"]
-    ldflags = "-s -w " + " ".join(xs)
+    ldflags = _kube_ldflags(version)
     out = work / "bin"
     out.mkdir(exist_ok=True)
     pkgs = [f"k8s.io/kubernetes/cmd/{n}" for n in KUBE_BINARIES if n != "etcd"]
@@ -229,6 +224,43 @@ def _build_kubernetes(bindir: Path) -> Path:
           ETCD_MODULE], work, "compile etcd", progress=True)
     _finish(out, bindir, KUBE_BINARIES)
     return bindir
+
+
+def kube_proxy_dir() -> Path:
+    return cache_root() / f"kube-proxy-{KUBERNETES_VERSION}"
+
+
+def build_kube_proxy() -> Path:
+    """kube-proxy of the control plane's Kubernetes release (``k8s.io/kubernetes/cmd/kube-proxy``), built in the
+    wrapper module of the other Kubernetes binaries (build_kubernetes first): the pod runner runs it behind the
+    kubeadm shape's kube-proxy pods on nodes that have a network."""
+    bindir = kube_proxy_dir()
+    if _have(bindir, ["kube-proxy"]):
+        return bindir
+    build_kubernetes()
+    with _BuildLock(bindir.name):
+        if _have(bindir, ["kube-proxy"]):
+            return bindir
+        work = cache_root() / "build" / f"kubernetes-{KUBERNETES_VERSION}"
+        out = work / "bin-kube-proxy"
+        out.mkdir(parents=True, exist_ok=True)
+        log(f"building kube-proxy {KUBERNETES_VERSION} into {bindir}")
+        _run([_go(), "build", "-v", "-trimpath", "-tags", "selinux,notest", "-ldflags",
+              _kube_ldflags(KUBERNETES_VERSION), "-o", str(out / "kube-proxy"), "k8s.io/kubernetes/cmd/kube-proxy"],
+             work, "compile kube-proxy", progress=True)
+        _finish(out, bindir, ["kube-proxy"])
+    return bindir
+
+
+def _kube_ldflags(version: str) -> str:
+    major, minor, _patch = version.lstrip("v").split(".")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    xs = []
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        xs += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major}",
+               f"-X {pkg}.gitMinor={minor}", f"-X {pkg}.gitCommit=calico-ops-build",
+               f"-X {pkg}.gitTreeState=clean", f"-X {pkg}.buildDate={stamp}"]
+    return "-s -w " + " ".join(xs)
 
 
 def _go_install(module: str, pkg: str, version: str, name: str, ldflags: str = "-s -w") -> Path:
@@ -267,6 +299,16 @@ def _go_install_locked(module, pkg, version, name, ldflags, bindir: Path) -> Pat
         cands[0].rename(built)
     _finish(env_bin, bindir, [name])
     return bindir
+
+
+def kwok_module_dir() -> Path:
+    """kwok's module in the Go module cache (building kwok downloaded it): its stage files are read there."""
+    try:
+        out = subprocess.run([_go(), "env", "GOMODCACHE"], capture_output=True, text=True, env=_go_env(),
+                             timeout=60, check=False).stdout.strip()
+    except (BuildError, OSError, subprocess.SubprocessError):
+        out = ""
+    return Path(out or Path.home() / "go" / "pkg" / "mod") / "sigs.k8s.io" / f"kwok@{KWOK_VERSION}"
 
 
 def build_kwok() -> Path:
@@ -443,7 +485,7 @@ def _build_dataplane(bindir: Path) -> None:
 
 
 # rough minutes of each build, cold, on this machine's 2 cores (measured 2026-11-28): only for the progress lines
-BUILD_MINUTES = {"kubernetes": 8, "kwok": 3, "helm": 3, "operator": 6, "calico components": 5, "data plane": 23}
+BUILD_MINUTES = {"kubernetes": 8, "kube-proxy": 3, "kwok": 3, "helm": 3, "operator": 6, "calico components": 5, "data plane": 23}
 
 
 def build_all(calico: bool = True, only: str = "all") -> dict:
@@ -451,10 +493,13 @@ def build_all(calico: bool = True, only: str = "all") -> dict:
     (``operator-<version>``) and the Calico components. ``only="demo"``: what `make demo` needs - the control plane,
     the newest operator, calico-kube-controllers, calico-apiserver and the data plane (not the two older operators,
     calicoctl, helm). Before each build that the cache lacks, a line says which one of how many it is and what is
-    left after it (a cold start takes most of an hour on 2 cores)."""
+    left after it (a cold start takes most of an hour on 2 cores). kube-proxy is built for both: behind the kubeadm
+    shape's DaemonSet on nodes with a network it is what serves Services until the eBPF install takes over."""
     demo = only == "demo"
     steps = [("kubernetes", lambda: _have(kubernetes_dir(), KUBE_BINARIES), build_kubernetes),
              ("kwok", lambda: _have(cache_root() / f"kwok-{KWOK_VERSION}", ["kwok"]), build_kwok)]
+    # kube-proxy: the demo's install takes it away from nodes where it really served (nodes with a network)
+    steps.append(("kube-proxy", lambda: _have(kube_proxy_dir(), ["kube-proxy"]), build_kube_proxy))
     if not demo:
         steps.append(("helm", lambda: _have(cache_root() / f"helm-{HELM_VERSION}", ["helm"]), build_helm))
     if calico:
@@ -480,6 +525,8 @@ def build_all(calico: bool = True, only: str = "all") -> dict:
     for n in KUBE_BINARIES:
         paths[n] = done["kubernetes"] / n
     paths["kwok"] = done["kwok"] / "kwok"
+    if "kube-proxy" in done:
+        paths["kube-proxy"] = done["kube-proxy"] / "kube-proxy"
     if "helm" in done:
         paths["helm"] = done["helm"] / "helm"
     if calico:

@@ -409,13 +409,24 @@ class ControlPlane:
 
         # kwok: simulated nodes (heartbeats) and pods (Running, ready)
         kwok_port = free_port()
-        self._spawn("kwok", [
+        kwok_args = [
             self.bins["kwok"], f"--kubeconfig={kwok_cfg}", "--manage-all-nodes=true",
             "--cidr=10.244.0.0/16", "--node-ip=127.0.0.1",
             # node leases as heartbeats: without them kwok's node status updates (every ~125s) exceed the
             # 120s grace period, nodes flap NotReady and the node lifecycle controller marks their pods NotReady
             "--node-lease-duration-seconds=40",
-            f"--server-address=127.0.0.1:{kwok_port}"])
+            f"--server-address=127.0.0.1:{kwok_port}"]
+        if with_dataplane:
+            # the data plane's pods become Ready from their readiness probes, not at once (dataplane.kwok_pod_stages)
+            from .podrunner import probed_images
+            stages = dataplane.kwok_pod_stages(build.kwok_module_dir(), probed_images(self.bins))
+            if stages:
+                (self.run_dir / "kwok-stages.yaml").write_text(stages)
+                kwok_args.append(f"--config={self.run_dir / 'kwok-stages.yaml'}")
+            else:
+                log("kwok's pod stages were not found in the Go module cache: the data plane's pods are marked "
+                    "Ready by kwok at once and set back by the pod runner until their readiness probes pass")
+        self._spawn("kwok", kwok_args)
         self._wait("kwok", lambda: self._http_ok(f"http://127.0.0.1:{kwok_port}/healthz"), timeout)
 
         # the `default` ServiceAccount (admission needs it before pods can be created)

@@ -171,3 +171,43 @@ def leftover_nodes(octet: int) -> list:
     """Node namespaces of this octet that still exist (tear-down checks)."""
     out = _ip("netns", "list", check=False).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith(f"cops{octet}-n")]
+
+
+# -- readiness that waits for the real process --------------------------------------------------------------------
+# kwok's pod-ready stage marks every pod Ready the moment it is scheduled. For the data plane's own pods that is
+# wrong in a way the switches under traffic see: a DaemonSet's rolling update counts the new pod available at once
+# and replaces the next node's calico-node before the first one's Felix serves (all nodes switched together, not
+# one after another). So on a control plane with a data plane kwok runs with its default pod stages plus one: pods
+# whose first container is an image the pod runner runs and probes (podrunner.COMPONENTS ``probes``) come up Running
+# but not Ready; the pod runner sets Ready from the container's readinessProbe (podrunner.PodRunner._enforce_ready).
+# The stages are kwok's own fast pod stages, read from its module in the Go module cache (where building kwok put
+# it) and changed here, not copied into this repository.
+
+def kwok_pod_stages(kwok_module_dir: Path, probed_images: list) -> str | None:
+    """kwok's fast pod stages with ``pod-ready`` split in two by the first container's image; None when the
+    module's stage files are not found (kwok then runs with its defaults and the runner corrects Ready after it)."""
+    import yaml
+    stage_dir = Path(kwok_module_dir) / "kustomize" / "stage" / "pod" / "fast"
+    try:
+        ready, complete, delete = (yaml.safe_load((stage_dir / f"pod-{n}.yaml").read_text())
+                                   for n in ("ready", "complete", "delete"))
+    except (OSError, yaml.YAMLError):
+        return None
+    template = ready["spec"]["next"]["statusTemplate"]
+    probed_template = template
+    for kind in ("Ready", "ContainersReady"):
+        probed_template = probed_template.replace(f'status: "True"\n  type: {kind}\n',
+                                                  f'status: "False"\n  type: {kind}\n')
+    start = probed_template.find("containerStatuses:")
+    end = probed_template.find("initContainerStatuses:")
+    if start < 0 or end < 0 or probed_template.count('status: "False"') != 2:
+        return None  # kwok's template changed shape: leave its defaults
+    probed_template = (probed_template[:start] + probed_template[start:end].replace("ready: true", "ready: false")
+                       + probed_template[end:])
+    key = ".spec.containers[0].image"
+    ready["spec"]["selector"]["matchExpressions"].append({"key": key, "operator": "NotIn", "values": probed_images})
+    probed = yaml.safe_load(yaml.safe_dump(ready))
+    probed["metadata"]["name"] = "pod-ready-probed"
+    probed["spec"]["selector"]["matchExpressions"][-1]["operator"] = "In"
+    probed["spec"]["next"]["statusTemplate"] = probed_template
+    return yaml.safe_dump_all([ready, probed, complete, delete], sort_keys=False)

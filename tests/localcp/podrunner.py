@@ -50,7 +50,7 @@ from pathlib import Path
 import yaml
 
 from . import dataplane, podnet
-from .versions import CALICO_VERSION, OPERATOR_VERSIONS
+from .versions import CALICO_VERSION, KUBERNETES_VERSION, OPERATOR_VERSIONS
 
 TOKEN_SECONDS = 7 * 24 * 3600
 BACKOFF_MAX = 20.0
@@ -71,8 +71,15 @@ class Component:
     itself (argv before the container's args)."""
 
     def __init__(self, name, image, binaries, extra_args=None, extra_env=None, exclusive=False, where="host",
-                 entry=None, where_dataplane=None):
+                 entry=None, where_dataplane=None, command_binary=None, prepare=None, probes=False):
         self.name, self.image = name, image
+        # the image's binary as a container's `command` names it (kube-proxy's DaemonSet runs
+        # `/usr/local/bin/kube-proxy --config=...`): that command's arguments are run, with the cache's binary
+        self.command_binary = command_binary
+        self._prepare = prepare  # (ctx, args) -> notes: files the process reads, made to work here
+        # readiness from the container's readinessProbe, run as a kubelet runs it (PodRunner._probe), instead of
+        # kwok's "ready at once": the DaemonSet rollout and TigeraStatus then wait for the real process
+        self.probes = probes
         self.exclusive = exclusive  # one process per namespace (it binds an address of its Service)
         self._binaries = binaries          # tag -> state["bins"] key; "*": any tag
         self._extra_args = extra_args
@@ -92,6 +99,9 @@ class Component:
 
     def extra_env(self, ctx) -> dict:
         return self._extra_env(ctx) if self._extra_env else {}
+
+    def prepare(self, ctx, args) -> list:
+        return self._prepare(ctx, args) if self._prepare else []
 
 
 def _operator_env(ctx) -> dict:
@@ -141,6 +151,9 @@ NODE_PRIVATE_FELIX = {
                                              "node's tc programs instead (Calico's setting for that case)"),
     "FELIX_BPFDISABLEUNPRIVILEGED": ("false", "else Felix sets the machine-wide kernel.unprivileged_bpf_disabled"),
     "FELIX_USAGEREPORTINGENABLED": ("false", "no usage report is sent from this machine"),
+    "FELIX_XDPENABLED": ("false", "XDP acceleration of untracked policies loads /usr/lib/calico/bpf/filter.o, a path of "
+                                  "this machine that the build does not fill (with bpftool present Felix retries it "
+                                  "on every apply); no test uses doNotTrack policies"),
 }
 
 
@@ -166,6 +179,50 @@ def _agnhost_env(ctx) -> dict:
     return {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
+# Settings of kube-proxy's configuration that keep it to its node's namespaces (as NODE_PRIVATE_FELIX for Felix).
+NODE_PRIVATE_KUBE_PROXY = {
+    ("conntrack", "maxPerCore"): (0, "kube-proxy would raise nf_conntrack's hash size in /sys/module, which is this "
+                                     "whole machine's (0: leave the conntrack limits as they are)"),
+}
+
+
+def _kube_proxy_prepare(ctx, args) -> list:
+    """kube-proxy reads ``--config`` (the DaemonSet's ConfigMap), which names a kubeconfig whose CA and token are the
+    ServiceAccount's files at their in-pod paths: the pod runner's copies of both files are rewritten to the
+    process's own paths (the ConfigMap in the cluster is left as it is), with NODE_PRIVATE_KUBE_PROXY applied."""
+    notes = []
+    conf = next((a.split("=", 1)[1] for a in args if a.startswith("--config=")), None)
+    if not conf or not Path(conf).is_file():
+        return [f"no --config file ({conf}): kube-proxy runs with its flags only"]
+    cfg = yaml.safe_load(Path(conf).read_text()) or {}
+    for (section, key), (value, why) in NODE_PRIVATE_KUBE_PROXY.items():
+        cfg.setdefault(section, {})
+        cfg[section][key] = value
+        notes.append(f"node-private setting {section}.{key}={value} in this process's copy of --config: {why}")
+    client = cfg.setdefault("clientConnection", {})
+    kcfg_path = client.get("kubeconfig")
+    if kcfg_path:
+        local = Path(ctx.runner._translate(kcfg_path, ctx.mounts))
+        if local.is_file():
+            kcfg = yaml.safe_load(local.read_text()) or {}
+            for entry in kcfg.get("clusters") or []:
+                c = entry.get("cluster") or {}
+                if c.get("certificate-authority"):
+                    c["certificate-authority"] = ctx.runner._translate(c["certificate-authority"], ctx.mounts)
+            for entry in kcfg.get("users") or []:
+                u = entry.get("user") or {}
+                for k in ("tokenFile", "client-certificate", "client-key"):
+                    if u.get(k):
+                        u[k] = ctx.runner._translate(u[k], ctx.mounts)
+            local.write_text(yaml.safe_dump(kcfg))
+            client["kubeconfig"] = str(local)
+            servers = [(e.get("cluster") or {}).get("server") for e in kcfg.get("clusters") or []]
+            notes.append(f"API server for this process: {', '.join(s for s in servers if s)} (the ConfigMap's "
+                         "kubeconfig.conf; its CA and token paths point at this process's ServiceAccount files)")
+    Path(conf).write_text(yaml.safe_dump(cfg))
+    return notes
+
+
 COMPONENTS = [
     Component("tigera-operator", "tigera/operator", {v: f"operator-{v}" for v in OPERATOR_VERSIONS},
               extra_args=_operator_args, extra_env=_operator_env),
@@ -174,11 +231,28 @@ COMPONENTS = [
     Component("calico-apiserver", "calico/apiserver", {CALICO_VERSION: "apiserver"}, extra_args=_apiserver_args,
               exclusive=True, where_dataplane="pod"),
     Component("calico-node", "calico/node", {CALICO_VERSION: "calico-node"}, extra_env=_calico_node_env,
-              where="node", entry=_calico_node_entry),
-    Component("calico-typha", "calico/typha", {CALICO_VERSION: "calico-typha"}, where="node"),
+              where="node", entry=_calico_node_entry, probes=True),
+    Component("calico-typha", "calico/typha", {CALICO_VERSION: "calico-typha"}, where="node", probes=True),
+    # kube-proxy (iptables mode here: IPVS needs kernel support this machine's kernel lacks) behind the kubeadm
+    # shape's DaemonSet; a binary of the control plane's own release (build.build_kube_proxy)
+    Component("kube-proxy", "registry.k8s.io/kube-proxy", {KUBERNETES_VERSION: "kube-proxy"}, where="node",
+              command_binary="kube-proxy", prepare=_kube_proxy_prepare),
     Component("agnhost", "e2e-test-images/agnhost", {"*": "python"}, extra_env=_agnhost_env, where="pod",
               entry=_agnhost_entry),
 ]
+
+
+def probed_images(bins: dict) -> list:
+    """Images (with the registries Calico's releases name) of the components whose readiness the runner probes and
+    whose binary is built: kwok leaves their pods not Ready (dataplane.kwok_pod_stages)."""
+    out = []
+    for comp in COMPONENTS:
+        if not comp.probes:
+            continue
+        for tag, key in comp._binaries.items():
+            if tag != "*" and bins.get(key):
+                out += [f"{registry}{comp.image}:{tag}" for registry in ("quay.io/", "docker.io/", "")]
+    return out
 
 
 def parse_image(image: str):
@@ -245,6 +319,7 @@ class Context:
         self.kubeconfig = workdir / "kubeconfig"
         self.mounts = {}  # mountPath -> local path
         self.where = "host"
+        self.notes = []  # what _start did that a kubelet would not (the process's log)
 
 
 # -- the runner --------------------------------------------------------------------------------------------
@@ -261,6 +336,8 @@ class Proc:
         self.backoff = 1.0
         self.binary = None
         self.problem = ""
+        self.env = {}
+        self.probe = None  # readiness: {"ready", "fails", "next", "busy", "last"} (PodRunner._probe_*)
 
     @property
     def label(self):
@@ -400,6 +477,20 @@ class PodRunner:
                  for i in vol["downwardAPI"].get("items") or [] if "fieldRef" in i})
         # emptyDir and hostPath: an empty directory of the process's own (no host is shared here)
 
+    SA_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+    def _service_account_volume(self, ctx: Context, token: str) -> None:
+        """The ServiceAccount volume a kubelet mounts into every container (token, ca.crt, namespace)."""
+        if self.SA_PATH in ctx.mounts or ctx.pod["spec"].get("automountServiceAccountToken") is False:
+            return
+        local = ctx.workdir / "volumes" / "kube-api-access"
+        local.mkdir(parents=True, exist_ok=True)
+        for name, content in (("token", token), ("ca.crt", Path(self.state["ca"]).read_text()),
+                              ("namespace", ctx.pod["metadata"]["namespace"])):
+            (local / name).write_text(content)
+            (local / name).chmod(0o600)
+        ctx.mounts[self.SA_PATH] = local
+
     def _translate(self, value: str, mounts: dict) -> str:
         for mount_path in sorted(mounts, key=len, reverse=True):
             if value == mount_path or value.startswith(mount_path + "/"):
@@ -461,6 +552,7 @@ class PodRunner:
         prefix = self._enter(proc)
         token = self._token(pod)
         self._write_volumes(ctx)
+        self._service_account_volume(ctx, token)
         env = self._env(ctx)
         server = self.state["server"]
         if proc.where != "host":
@@ -484,7 +576,12 @@ class PodRunner:
         env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         env["HOME"] = str(workdir)
         env = {k: self._translate(v, ctx.mounts) for k, v in env.items()}
-        args = [self._translate(expand(a, env), ctx.mounts) for a in (c.get("args") or [])]
+        command = c.get("command") or []
+        run_args = list(c.get("args") or [])
+        if command and proc.comp.command_binary and os.path.basename(command[0]) == proc.comp.command_binary:
+            run_args = command[1:] + run_args
+        args = [self._translate(expand(a, env), ctx.mounts) for a in run_args]
+        ctx.notes += proc.comp.prepare(ctx, args)
         # the image's entrypoint is the binary (or the component's entry); a `command` beyond it (a shell wrapper)
         # is not run here
         entry = proc.comp.entry(ctx, proc.binary) if proc.comp.entry else [proc.binary]
@@ -492,14 +589,145 @@ class PodRunner:
         logf = open(self.pods_dir / f"{meta['namespace']}_{meta['name']}_{c['name']}.log", "ab")
         logf.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} start #{proc.restarts} {proc.label}: "
                    f"{' '.join(argv)}\n".encode())
-        for line in self._notes(proc, env):
+        for line in self._notes(proc, env) + ctx.notes:
             logf.write(f"==== {line}\n".encode())
         logf.flush()
         proc.popen = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       cwd=str(workdir), env=env, preexec_fn=_child_setup)
         logf.close()
         proc.started = time.monotonic()
+        proc.env = env
+        self._probe_reset(proc)
         log(f"started {proc.label} ({proc.comp.name} {proc.tag}) pid {proc.popen.pid}")
+
+    # readiness, as a kubelet's prober workers ------------------------------------------------------------------
+
+    def _probe_spec(self, proc):
+        """The readinessProbe the runner runs for ``proc`` (components with ``probes``, in the data plane)."""
+        if not proc.comp.probes or proc.where == "host":
+            return None
+        return proc.container.get("readinessProbe")
+
+    def _probe_reset(self, proc) -> None:
+        """A (re)started container is not ready until its probe succeeds (initialDelaySeconds after the start)."""
+        spec = self._probe_spec(proc)
+        if spec is None:
+            proc.probe = None
+            return
+        proc.probe = {"ready": False, "fails": 0, "successes": 0, "busy": False, "last": "not probed yet",
+                      "next": time.monotonic() + float(spec.get("initialDelaySeconds") or 0), "patched": None}
+        self._enforce_ready(proc)
+
+    def _probe_command(self, proc, spec) -> tuple:
+        """argv and environment of one probe, run inside the process's namespaces (``_enter``)."""
+        if "exec" in spec:
+            cmd = list(spec["exec"].get("command") or [])
+            if not cmd or os.path.basename(cmd[0]) != os.path.basename(proc.binary):
+                raise RuntimeError(f"exec probe {cmd} does not run the image's binary: not run here")
+            # BIRD is not run here (calico_node_image.py): its readiness is not asked for
+            argv = [proc.binary] + [a for a in cmd[1:] if a != "-bird-ready"]
+            return argv, dict(proc.env)
+        if "httpGet" in spec:
+            get = spec["httpGet"]
+            host = get.get("host") or (proc.pod.get("status") or {}).get("podIP") or "127.0.0.1"
+            port = get.get("port")
+            if isinstance(port, str) and not port.isdigit():
+                port = next((p["containerPort"] for p in proc.container.get("ports") or [] if p.get("name") == port),
+                            port)
+            url = f"{(get.get('scheme') or 'HTTP').lower()}://{host}:{port}{get.get('path') or '/'}"
+            code = ("import ssl,sys,urllib.request\n"
+                    "r=urllib.request.urlopen(sys.argv[1],timeout=float(sys.argv[2]),"
+                    "context=ssl._create_unverified_context())\nsys.exit(0 if 200<=r.status<400 else 1)")
+            return [sys.executable, "-c", code, url, str(spec.get("timeoutSeconds") or 1)], {"PATH": os.environ["PATH"]}
+        raise RuntimeError(f"probe {sorted(spec)} not run here")
+
+    def _probe_once(self, proc, p) -> None:
+        spec = proc.container.get("readinessProbe") or {}
+        timeout = float(spec.get("timeoutSeconds") or 1)
+        try:
+            argv, env = self._probe_command(proc, spec)
+            out = subprocess.run(self._enter(proc) + argv, env=env, capture_output=True, text=True,
+                                 timeout=timeout + 2, check=False)
+            ok, detail = out.returncode == 0, (out.stdout + out.stderr).strip().replace("\n", " ")[-240:]
+        except subprocess.TimeoutExpired:
+            ok, detail = False, f"timed out after {timeout:.0f}s"
+        except Exception as exc:  # noqa: BLE001 - a probe that cannot run fails, as a kubelet's would
+            ok, detail = False, str(exc)
+        if proc.probe is not p:
+            return  # restarted meanwhile
+        if ok:
+            p["fails"], p["successes"] = 0, p["successes"] + 1
+            if p["successes"] >= int(spec.get("successThreshold") or 1):
+                p["ready"] = True
+        else:
+            p["successes"], p["fails"] = 0, p["fails"] + 1
+            if p["fails"] >= int(spec.get("failureThreshold") or 3):
+                p["ready"] = False
+        p["last"] = ("ok" if ok else "failed") + (f": {detail}" if detail else "")
+        p["next"] = time.monotonic() + float(spec.get("periodSeconds") or 10)
+        p["busy"] = False
+        self._enforce_ready(proc)
+
+    def probe_loop(self) -> None:
+        while not self.halt.is_set():
+            now = time.monotonic()
+            for proc in list(self.procs.values()):
+                p = proc.probe
+                if (p is None or p["busy"] or now < p["next"] or proc.popen is None
+                        or proc.popen.poll() is not None):
+                    continue
+                p["busy"] = True
+                threading.Thread(target=self._probe_once, args=(proc, p), daemon=True).start()
+            self.halt.wait(0.5)
+
+    def _enforce_ready(self, proc) -> None:
+        """The pod's Ready and ContainersReady conditions (and the container's ``ready``) as the probe says: written
+        when they differ, e.g. right after kwok marked the pod ready at once."""
+        p = proc.probe
+        if p is None:
+            return
+        alive = proc.popen is not None and proc.popen.poll() is None
+        want = bool(p["ready"] and alive)
+        with self.lock:
+            pod = self.pods.get(proc.pod["metadata"]["uid"]) or proc.pod
+        status = pod.get("status") or {}
+        conds = [dict(c) for c in status.get("conditions") or []]
+        have = next((c.get("status") for c in conds if c.get("type") == "Ready"), None)
+        if have == ("True" if want else "False"):
+            return
+        if p["patched"] and p["patched"][0] == want and time.monotonic() - p["patched"][1] < 1.0:
+            return  # written a moment ago; the watch has not brought it back yet
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        value = "True" if want else "False"
+        for kind in ("Ready", "ContainersReady"):
+            cond = next((c for c in conds if c.get("type") == kind), None)
+            if cond is None:
+                cond = {"type": kind}
+                conds.append(cond)
+            if cond.get("status") != value:
+                cond["lastTransitionTime"] = stamp
+            cond["status"] = value
+            if want:
+                cond.pop("reason", None)
+                cond.pop("message", None)
+            else:
+                cond["reason"] = "ContainersNotReady"
+                cond["message"] = (f"containers with unready status: [{proc.container['name']}] "
+                                   f"(readiness probe: {p['last']})")[:1000]
+        statuses = [dict(c) for c in status.get("containerStatuses") or []]
+        for cs in statuses:
+            if cs.get("name") == proc.container["name"]:
+                cs["ready"] = want
+        body = {"status": {"conditions": conds}}
+        if statuses:
+            body["status"]["containerStatuses"] = statuses
+        p["patched"] = (want, time.monotonic())
+        meta = pod["metadata"]
+        try:
+            self.core.patch_namespaced_pod_status(meta["name"], meta["namespace"], body)
+            log(f"{proc.label}: Ready={value} (readiness probe: {p['last'][:160]})")
+        except Exception as exc:  # noqa: BLE001 - the pod may be gone; the next event tries again
+            log(f"{proc.label}: could not set Ready={value}: {str(exc).splitlines()[0][:200] if str(exc) else exc}")
 
     # the data plane: nodes' holders and pods' networks -------------------------------------------------------------
 
@@ -544,6 +772,12 @@ class PodRunner:
                            "/opt/cni - the pod runner calls the CNI plugin with install-cni's configuration")
             out.append(f"API server for this process: {env.get('KUBERNETES_SERVICE_HOST')}:"
                        f"{env.get('KUBERNETES_SERVICE_PORT')} (KUBERNETES_SERVICE_HOST/PORT of its environment)")
+        spec = self._probe_spec(proc)
+        if spec is not None:
+            what = spec.get("exec", {}).get("command") or spec.get("httpGet")
+            out.append(f"readiness: the pod is Ready only while its readinessProbe ({what}, every "
+                       f"{spec.get('periodSeconds') or 10}s) succeeds, run by the pod runner in these namespaces"
+                       + (" without -bird-ready (BIRD is not run here)" if "-bird-ready" in str(what) else ""))
         return out
 
     def _desired_networks(self) -> dict:
@@ -751,8 +985,10 @@ class PodRunner:
             if proc.popen is not None and proc.popen.poll() is None:
                 if now - proc.started > 30:
                     proc.backoff = 1.0
+                self._enforce_ready(proc)
                 continue
             if proc.popen is not None and proc.next_start == 0.0:
+                self._enforce_ready(proc)  # a container that exited is not ready
                 rc = proc.popen.returncode
                 proc.restarts += 1
                 proc.next_start = now + proc.backoff
@@ -859,6 +1095,7 @@ class PodRunner:
 
     def run(self) -> None:
         threading.Thread(target=self.watch, daemon=True).start()
+        threading.Thread(target=self.probe_loop, daemon=True).start()
         log(f"running; components {[c.name for c in COMPONENTS]}")
         while not self.halt.is_set():
             try:

@@ -5,10 +5,14 @@
 #   libpcap-dev: calico-node and Felix link libpcap (cgo) and need it at run time; make gcc: the build itself;
 #   iproute2 util-linux: ip (network namespaces, veths, routes) and nsenter/unshare (a node's namespaces).
 #   iptables nftables ipset: Felix runs iptables-nft-save, nft and ipset in each node namespace even in eBPF mode (it
-#     panics without them: "Failed to find iptables command", "Failed to update IP sets").
+#     panics without them: "Failed to find iptables command", "Failed to update IP sets"); kube-proxy (iptables mode)
+#     runs iptables-restore;
+#   bpftool: the calico/node image ships it; Felix leaving eBPF mode lists its BPF programs and maps with it ("Failed
+#     to list BPF maps, assuming there's nothing to clean up" without it: its TCX programs stayed attached and every
+#     packet of the node was dropped after disable_ebpf - seen in tests/integration/test_switch_under_traffic.py).
 # Root installs with apt-get; anyone else gets the command to run.
 set -euo pipefail
-packages=(clang-19 llvm-19 libelf-dev zlib1g-dev libpcap-dev make gcc iproute2 util-linux iptables nftables ipset)
+packages=(clang-19 llvm-19 libelf-dev zlib1g-dev libpcap-dev make gcc iproute2 util-linux iptables nftables ipset bpftool)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -302,3 +302,67 @@ def mke_message(state, running):
                        % " ".join(MKE_FLAGS))
     return False, ("MKE: kube-proxy's mode is set when MKE is installed (%s runs it again); nothing to change "
                    "through the Kubernetes API" % MKE_ENABLE_FLAG)
+
+
+# -- how calico-node reaches the API server (Calico's documentation, "Configure Calico to talk directly to the API
+# server"): without kube-proxy, the `kubernetes` Service's ClusterIP is served by nobody until Calico's own eBPF
+# NAT runs, and Calico needs the API server to start it. Removing kube-proxy is safe only once calico-node dials
+# the API server directly (KUBERNETES_SERVICE_HOST/PORT in its container, from the operator's rendering of the
+# ConfigMap kubernetes-services-endpoint, or envFrom that ConfigMap in manifest installs).
+ENDPOINT_KEYS = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+
+
+def _container(ds, name="calico-node"):
+    containers = (((((ds or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
+    return next((c for c in containers if c.get("name") == name), containers[0] if containers else None)
+
+
+SERVICE_NAMES = ("kubernetes", "kubernetes.default", "kubernetes.default.svc")
+
+
+def through_the_service(host, service_ips=()):
+    """True when ``host`` is the ``kubernetes`` Service (one of its ClusterIPs, or its name): kube-proxy serves it."""
+    low = (host or "").lower().rstrip(".")
+    return low in [ip.lower() for ip in service_ips or ()] or low in SERVICE_NAMES or low.startswith(
+        "kubernetes.default.svc.")
+
+
+def calico_api_path(ds, configmaps, service_ips=()):
+    """How the calico-node DaemonSet ``ds`` reaches the API server. ``configmaps``: (namespace, name) -> the
+    ConfigMap or None, for the ones its ``envFrom`` names; ``service_ips``: the ``kubernetes`` Service's ClusterIPs
+    (without the ConfigMap the operator renders its own KUBERNETES_SERVICE_HOST, which the kubelet set to that
+    Service). Returns ``daemonset`` (namespace/name, or None when no calico-node DaemonSet exists), ``direct`` (host
+    and port set, and not the Service), ``host``, ``port`` and ``source``."""
+    if ds is None:
+        return {"daemonset": None, "direct": False, "host": None, "port": None, "source": None}
+    meta = ds.get("metadata") or {}
+    namespace = meta.get("namespace")
+    out = {"daemonset": "%s/%s" % (namespace, meta.get("name")), "direct": False, "host": None, "port": None,
+           "source": None}
+    container = _container(ds) or {}
+    values, source = {}, None
+    for ref in container.get("envFrom") or []:
+        cm_ref = ref.get("configMapRef") or {}
+        cm = configmaps.get((namespace, cm_ref.get("name"))) if cm_ref.get("name") else None
+        data = (cm or {}).get("data") or {}
+        if any(data.get(k) for k in ENDPOINT_KEYS):
+            values.update((k, data.get(k)) for k in ENDPOINT_KEYS if data.get(k))
+            source = "ConfigMap %s/%s (envFrom)" % (namespace, cm_ref["name"])
+    env = dict((e.get("name"), e.get("value")) for e in container.get("env") or [] if "value" in e)
+    if any(env.get(k) for k in ENDPOINT_KEYS):
+        values.update((k, env.get(k)) for k in ENDPOINT_KEYS if env.get(k))
+        source = "the container's env (rendered from ConfigMap kubernetes-services-endpoint)"
+    out.update(host=values.get("KUBERNETES_SERVICE_HOST"), port=values.get("KUBERNETES_SERVICE_PORT"),
+               source=source)
+    out["direct"] = bool(out["host"] and out["port"]) and not through_the_service(out["host"], service_ips)
+    if out["host"] and through_the_service(out["host"], service_ips):
+        out["source"] = "%s - the `kubernetes` Service, which kube-proxy serves" % source
+    return out
+
+
+def envfrom_configmaps(ds):
+    """(namespace, name) of the ConfigMaps the calico-node container takes its environment from."""
+    container = _container(ds) or {}
+    namespace = ((ds or {}).get("metadata") or {}).get("namespace")
+    return [(namespace, (r.get("configMapRef") or {}).get("name")) for r in container.get("envFrom") or []
+            if (r.get("configMapRef") or {}).get("name")]

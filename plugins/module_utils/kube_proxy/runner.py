@@ -22,6 +22,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endp
     kops_cluster_name_from_host, parse_server)
 
 OPENSHIFT_NETWORK_API = "operator.openshift.io/v1"
+CALICO_NODE = ("calico-system/calico-node", "kube-system/calico-node")
 
 
 def _mode(client, namespace, configmaps, ds, state, target_mode, now=None):
@@ -57,12 +58,28 @@ def _mode(client, namespace, configmaps, ds, state, target_mode, now=None):
     return out
 
 
+def _calico_api(client, calico_node):
+    """How the first calico-node DaemonSet of ``calico_node`` (namespace/name) that exists reaches the API server."""
+    for ref in calico_node or ():
+        namespace, name = ref.split("/", 1) if "/" in ref else ("kube-system", ref)
+        ds = client.get("apps/v1", "daemonsets", name, namespace=namespace)
+        if ds is None:
+            continue
+        cms = dict(((ns, cm), client.get("v1", "configmaps", cm, namespace=ns))
+                   for ns, cm in rules.envfrom_configmaps(ds))
+        svc = client.get("v1", "services", "kubernetes", namespace="default") or {}
+        spec = svc.get("spec") or {}
+        ips = [ip for ip in (spec.get("clusterIPs") or [spec.get("clusterIP")]) if ip and ip != "None"]
+        return rules.calico_api_path(ds, cms, ips)
+    return rules.calico_api_path(None, {})
+
+
 def run_kube_proxy_info(client, server_url=None, state="disabled", platform="auto", namespace="kube-system",
                         daemonset="kube-proxy", configmaps=("kube-proxy", "kube-proxy-config"),
                         pod_selector="k8s-app=kube-proxy", node_selector=None, target_mode="iptables",
                         openshift_name="cluster", openshift_field="deployKubeProxy", felix_name="default",
                         felix_field=rules.FELIX_FIELD, kops_cluster_name=None, kops_state_store=None,
-                        kops_binary="kops", kops_spec_file="cluster.yaml", now=None):
+                        kops_binary="kops", kops_spec_file="cluster.yaml", calico_node=CALICO_NODE, now=None):
     selector = dict(node_selector or rules.DEFAULT_NODE_SELECTOR)
     groups = None
     if platform in (None, "", "auto", "aks", "openshift"):
@@ -84,6 +101,7 @@ def run_kube_proxy_info(client, server_url=None, state="disabled", platform="aut
         "patch": rules.selector_patch(state, selector),
     }
     result["running"] = rules.kube_proxy_running(ds, pods, selector)
+    result["calico_api"] = _calico_api(client, calico_node)
     no_mode = {"mode": None, "ipvs": False, "switch": None, "roll_pending": False}
     result["mode"] = _mode(client, namespace, list(configmaps or ()), ds or {}, state, target_mode, now) if (
         ds is not None or name in rules.DAEMONSET_PLATFORMS) else no_mode

@@ -24,7 +24,7 @@ _RANK = {OK: 0, WARN: 1, FAIL: 2}
 
 NODE_CHECKS = ("architecture", "os_kernel", "windows", "immutable_os")
 CLUSTER_CHECKS = ("platform", "kube_proxy_mode", "sctp_services", "policy_log_action", "floating_ips",
-                  "application_layer_policy", "web_application_firewall", "l7_logs")
+                  "application_layer_policy", "web_application_firewall", "l7_logs", "api_endpoint_name")
 HOST_CHECKS = ("host_facts", "bpffs", "cgroup_v2", "vxlan_module", "vlan_devices")
 CHECK_NAMES = NODE_CHECKS + CLUSTER_CHECKS + HOST_CHECKS
 

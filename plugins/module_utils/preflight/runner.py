@@ -15,6 +15,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import dns_name_warning
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import rules
@@ -183,7 +186,37 @@ def feature_checks(reads, calico_api, felix, max_objects):
     return checks
 
 
-def run_preflight(client, platform="auto", ignore=(), max_objects=20, page_size=500):
+ENDPOINT_CONFIGMAP = "kubernetes-services-endpoint"
+ENDPOINT_NAMESPACES = ("tigera-operator", "kube-system")
+
+
+def api_endpoint_name(reads, server_url):
+    """Check ``api_endpoint_name``: the host calico-node will dial (the ConfigMap's, else the kubeconfig's server)
+    and whether it is a DNS name (calico.endpoint.dns_name_warning)."""
+    host, source = None, None
+    for namespace in ENDPOINT_NAMESPACES:
+        cm = reads.get("v1", "configmaps", ENDPOINT_CONFIGMAP, namespace=namespace)
+        if cm is not None and (cm.get("data") or {}).get("KUBERNETES_SERVICE_HOST"):
+            host = cm["data"]["KUBERNETES_SERVICE_HOST"]
+            source = "ConfigMap %s/%s" % (namespace, ENDPOINT_CONFIGMAP)
+            break
+    if host is None and server_url:
+        m = re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://(\[[^]]+\]|[^:/?#]+)", server_url.strip())
+        if m:
+            host = m.group(1).strip("[]")
+            source = ("the kubeconfig's server (no ConfigMap %s yet: the install writes this host on kubeadm, "
+                      "generic, EKS and AKS unless told otherwise)" % ENDPOINT_CONFIGMAP)
+    if host is None:
+        return rules.verdict(rules.OK, "no API server endpoint known yet (no ConfigMap %s, no kubeconfig server)"
+                             % ENDPOINT_CONFIGMAP)
+    warning = dns_name_warning(host)
+    if warning:
+        return rules.verdict(rules.WARN, "%s (from %s)" % (warning, source), host=host)
+    return rules.verdict(rules.OK, "KUBERNETES_SERVICE_HOST %s is an IP address, nothing to resolve at boot (from %s)"
+                         % (host, source), host=host)
+
+
+def run_preflight(client, platform="auto", ignore=(), max_objects=20, page_size=500, server_url=None):
     """The whole preflight: per node and per check verdicts, the platform, summary and ``eligible``."""
     ignore = list(ignore or ())
     groups = served_group_versions(client)
@@ -215,6 +248,7 @@ def run_preflight(client, platform="auto", ignore=(), max_objects=20, page_size=
     checks["kube_proxy_mode"] = cluster_rules.check_kube_proxy(kube_proxy["mode"], kube_proxy["source"],
                                                                kube_proxy["present"])
     checks.update(feature_checks(reads, calico_api, felix, max_objects))
+    checks["api_endpoint_name"] = api_endpoint_name(reads, server_url)
     rules.apply_ignore(checks, ignore)
 
     summary = rules.summarise(nodes, checks)

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import dns_name_warning
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.platform import choose_platform
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
@@ -61,6 +62,7 @@ def run_services_endpoint_info(client, server_url, platform="auto", host=None, p
             openshift_base_domain=openshift_base_domain, openshift_internal_uri=internal, mke_host=mke_host,
             kops_host_prefix=kops_host_prefix, ports=ports, prefix=prefix)
         result["problems"] = endpoint.pop("problems")
+        endpoint["dns_name_warning"] = dns_name_warning(endpoint.get("host"))
         result["endpoint"] = endpoint
         if chosen["name"] == "openshift":
             result["openshift_internal_uri"] = internal

@@ -283,3 +283,21 @@ def test_choose_platform_reads_the_api_groups_itself():
     chosen = choose_platform(client(t), "auto")
     assert (chosen["name"], chosen["source"]) == ("openshift", "detected")
     assert ("GET", "/apis") in t.log
+
+
+def test_kube_proxy_reads_how_calico_node_reaches_the_api_server():
+    """The operator's calico-node first, then a manifest install's; the ConfigMap its envFrom names is read."""
+    manifest_ds = {"metadata": {"name": "calico-node", "namespace": "kube-system"}, "spec": {"template": {"spec": {
+        "containers": [{"name": "calico-node", "envFrom": [{"configMapRef": {"name": "kubernetes-services-endpoint"}}]}]}}}}
+    t = Transport({DS_PATH: daemonset(), "/apis/apps/v1/namespaces/kube-system/daemonsets/calico-node": manifest_ds,
+                   KS + "/configmaps/kubernetes-services-endpoint": {
+                       "metadata": {"name": "kubernetes-services-endpoint"},
+                       "data": {"KUBERNETES_SERVICE_HOST": "10.0.0.10", "KUBERNETES_SERVICE_PORT": "6443"}}})
+    c = client(t)
+    out = run_kube_proxy_info(c, platform="kubeadm")
+    assert out["calico_api"]["daemonset"] == "kube-system/calico-node" and out["calico_api"]["direct"] is True
+    assert ("GET", "/apis/apps/v1/namespaces/calico-system/daemonsets/calico-node") in t.log
+    assert ("GET", "/api/v1/namespaces/default/services/kubernetes") in t.log
+    assert c.requests["write"] == 0
+    none = run_kube_proxy_info(client(Transport({DS_PATH: daemonset()})), platform="kubeadm")
+    assert none["calico_api"]["daemonset"] is None

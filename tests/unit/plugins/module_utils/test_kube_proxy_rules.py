@@ -280,3 +280,57 @@ def test_kops_commands_name_the_binary_given():
 
 def test_no_daemonset_counts_stray_pods():
     assert r.daemonset_progress(None, pods(2), "disabled")["pods"] == 2
+
+
+# -- how calico-node reaches the API server (the guard before kube-proxy is disabled) -----------------------------
+
+def calico_node(namespace="calico-system", env=None, env_from=None):
+    container = {"name": "calico-node", "env": [{"name": k, "value": v} for k, v in (env or {}).items()]}
+    container["env"].append({"name": "NODENAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})
+    if env_from:
+        container["envFrom"] = [{"configMapRef": {"name": n, "optional": True}} for n in env_from]
+    return {"metadata": {"name": "calico-node", "namespace": namespace},
+            "spec": {"template": {"spec": {"containers": [{"name": "install-cni"}, container]}}}}
+
+
+def test_calico_api_path_the_operator_renders_the_endpoint_into_env():
+    ds = calico_node(env={"KUBERNETES_SERVICE_HOST": "10.0.0.10", "KUBERNETES_SERVICE_PORT": "6443"})
+    out = r.calico_api_path(ds, {})
+    assert out["direct"] is True and (out["host"], out["port"]) == ("10.0.0.10", "6443")
+    assert out["daemonset"] == "calico-system/calico-node" and "env" in out["source"]
+
+
+def test_calico_api_path_without_the_configmap_goes_through_the_kubernetes_service():
+    out = r.calico_api_path(calico_node(env={"FELIX_HEALTHENABLED": "true"}), {})
+    assert out["direct"] is False and out["host"] is None and out["source"] is None
+
+
+def test_calico_api_path_manifest_envfrom_configmap():
+    ds = calico_node("kube-system", env_from=["kubernetes-services-endpoint"])
+    assert r.envfrom_configmaps(ds) == [("kube-system", "kubernetes-services-endpoint")]
+    missing = r.calico_api_path(ds, {("kube-system", "kubernetes-services-endpoint"): None})
+    assert missing["direct"] is False
+    cm = {"data": {"KUBERNETES_SERVICE_HOST": "api.example", "KUBERNETES_SERVICE_PORT": "443"}}
+    found = r.calico_api_path(ds, {("kube-system", "kubernetes-services-endpoint"): cm})
+    assert found["direct"] is True and found["host"] == "api.example"
+    assert found["source"] == "ConfigMap kube-system/kubernetes-services-endpoint (envFrom)"
+    half = r.calico_api_path(ds, {("kube-system", "kubernetes-services-endpoint"): {
+        "data": {"KUBERNETES_SERVICE_HOST": "api.example"}}})
+    assert half["direct"] is False  # a host without a port does not take calico-node past the Service
+
+
+def test_calico_api_path_no_calico_node():
+    assert r.calico_api_path(None, {}) == {"daemonset": None, "direct": False, "host": None, "port": None,
+                                           "source": None}
+
+
+def test_calico_api_path_the_kubernetes_service_is_not_direct():
+    """Without the ConfigMap the operator renders its own KUBERNETES_SERVICE_HOST: the kubelet set it to the
+    `kubernetes` Service's ClusterIP, which kube-proxy serves (seen with the real operator)."""
+    ds = calico_node(env={"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"})
+    out = r.calico_api_path(ds, {}, ["10.96.0.1"])
+    assert out["direct"] is False and out["host"] == "10.96.0.1" and "kube-proxy serves" in out["source"]
+    assert r.calico_api_path(ds, {}, ["10.96.0.2"])["direct"] is True
+    by_name = calico_node(env={"KUBERNETES_SERVICE_HOST": "kubernetes.default.svc.cluster.local",
+                               "KUBERNETES_SERVICE_PORT": "443"})
+    assert r.calico_api_path(by_name, {})["direct"] is False

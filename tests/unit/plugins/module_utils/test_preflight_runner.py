@@ -222,3 +222,21 @@ def test_types_of_groups_not_served_are_not_asked_for():
     calico_reads = [p for _m, p in reads_of(calico) if "/crd.projectcalico.org/v1/" in p]
     assert len(calico_reads) == 5, calico_reads  # FelixConfigurations and the four policy types
     assert r_calico["api_requests"]["read"] - r_bare["api_requests"]["read"] == 5
+
+
+def test_api_endpoint_name_warns_for_a_dns_name_and_reads_the_configmap_first():
+    """Calico issue 10683: calico-node in eBPF mode resolves KUBERNETES_SERVICE_HOST at boot."""
+    dyn = api()
+    add_node(dyn, "node-1")
+    by_server = run_preflight(client(dyn), server_url="https://api.example.com:6443")["checks"]["api_endpoint_name"]
+    assert by_server["verdict"] == "warn" and by_server["host"] == "api.example.com"
+    assert "10683" in by_server["reason"] and "kubeconfig's server" in by_server["reason"]
+    ip = run_preflight(client(dyn), server_url="https://[fd00::1]:6443")["checks"]["api_endpoint_name"]
+    assert ip["verdict"] == "ok" and ip["host"] == "fd00::1"
+    dyn.put("v1", "configmaps", {"metadata": {"name": "kubernetes-services-endpoint", "namespace": "tigera-operator"},
+                                 "data": {"KUBERNETES_SERVICE_HOST": "10.0.0.10", "KUBERNETES_SERVICE_PORT": "6443"}})
+    result = run_preflight(client(dyn), server_url="https://api.example.com:6443")
+    check = result["checks"]["api_endpoint_name"]
+    assert check["verdict"] == "ok" and "ConfigMap tigera-operator/kubernetes-services-endpoint" in check["reason"]
+    assert result["eligible"] is True  # a warning, not a failure
+    assert run_preflight(client(api()))["checks"]["api_endpoint_name"]["verdict"] == "ok"

@@ -1,0 +1,301 @@
+"""Every data-plane switch under traffic, with the real kube-proxy and the real calico-node.
+
+One control plane whose two nodes have a network (localcp/dataplane.py); behind the kubeadm shape's kube-proxy DaemonSet
+the real kube-proxy of the control plane's release runs in iptables mode in each node's namespaces, behind the
+operator's pods the real calico-node v3.31.4 (Felix) and Typha; pod readiness is their own readiness probes
+(localcp/podrunner.py), not kwok's. Calico is installed on the Iptables data plane as Calico's quickstart does.
+A prober (localcp/prober.py) opens new connections every 0.2 s from a client pod on node-1 to the server pod's
+ClusterIP, to a NodePort on node-2 and to the server pod across nodes, and from node-1's host network to the
+NodePort; every switch is measured from before its first write until the data plane settled plus 15 s
+(localcp/switches.py). Each test prints its table (kept in the test report: ``record_property``); results.md in
+benchmarks/results has the median of three runs (``make bench-switch``).
+
+The bounds asserted, and why:
+
+* A switch of Felix between iptables and eBPF restarts calico-node on every node, one node at a time (the
+  DaemonSet's rolling update). While the server's node switches, its pods' new connections fail until Felix has
+  programmed the new data plane: a few seconds here (one Felix start, ~10 s including its readiness). So each
+  target may fail for at most ``MAX_GAP`` seconds at a stretch and must be answering at the end.
+* The collection's order: kube-proxy stops selecting nodes only once every calico-node pod of the new template is
+  Ready, the operator has set bpfEnabled, and every pod stayed Ready through the readiness window after it -
+  asserted from a timeline. The static targets barely show the order (kube-proxy's rules stay behind on a node when
+  its pod goes, as on a real node, and keep serving them); target ``late-endpoint`` does: Service ``server-late``
+  gets its endpoint 5 s into each switch (the server pod labelled), and its attempts count from 3 s after that. By
+  hand, nothing programs it between kube-proxy's removal and eBPF: the test asserts the collection's gap is shorter.
+* The way back the same: Calico leaves eBPF only once kube-proxy runs on every node.
+* The documented order done by hand disables kube-proxy before calico-node has switched (asserted from the
+  timeline), and on the way back patches the Installation before kube-proxy is back (printed); its counts are
+  printed next to the collection's, not bounded (they are what they are).
+
+Not run here, each for one reason: IPVS (the kernel has no IP_VS; the IPVS guard is tested against kwok's kube-proxy
+in test_kube_proxy.py); ``upgrade`` and ``migrate_to_operator`` under traffic (only v3.31.4's calico-node is built
+from source here; the releases they start from would run kwok-only, with no traffic to measure); the DNS-name hang
+of Calico issue 10683 (no cluster DNS runs here: test_preflight.py tests the warning).
+"""
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from localcp import switches
+from localcp.cluster import ControlPlane
+from localcp.fixtures import Ansible, Cluster
+from localcp.nodes import default_specs
+from localcp.switches import NS, Switches
+
+pytestmark = pytest.mark.integration
+
+MAX_GAP = 30.0  # seconds: one node's calico-node restart onto the other data plane, with its readiness period
+INVENTORY = "inventories/local/hosts.yml"
+
+
+@pytest.fixture(scope="module")
+def sw(tmp_path_factory):
+    cp = ControlPlane(die_with_parent=True)
+    # two nodes: the client's and the server's (a pod on another node); every switch rolls calico-node node by node
+    # behind a 30 s readiness period, so a third node would add half a minute to each of the six switches
+    cp.start(node_specs=default_specs(2), shape="kubeadm", with_dataplane=True)
+    cluster = Cluster(cp)
+    try:
+        work = tmp_path_factory.mktemp("switch")
+        s = Switches(cluster, work / "probes")
+        s.ansible = Ansible(cluster, work)
+        s.install_iptables()
+        s.deploy()
+        yield s
+    finally:
+        cp.stop(remove_dir=not os.environ.get("KEEP"))
+
+
+def _report(record_property, s, names):
+    text = switches.table({n: s.results[n] for n in names if n in s.results})
+    record_property("prober", text)
+    print("\n" + text)
+    return text
+
+
+def _playbook(s, playbook, extra=None, **kwargs):
+    v = {"ebpf_install_timeout": 600, "ebpf_install_artifacts_dir": str(s.workdir.parent / "artifacts"),
+         "preflight_report_dir": str(s.workdir.parent / "report")}
+    v.update(extra or {})
+    return s.ansible.playbook(playbook, inventory=INVENTORY, extra_vars=v, **kwargs)
+
+
+def _bounded(m, text):
+    for target, t in m["targets"].items():
+        assert t["recovered"], f"{m['switch']}: {target} not answering at the end\n{text}"
+        assert t["longest_gap_s"] <= MAX_GAP, f"{m['switch']}: {target} had no answer for {t['longest_gap_s']}s\n{text}"
+        assert t["attempted"] >= 50, f"{m['switch']}: the prober made too few attempts to count\n{text}"
+
+
+def _kube_proxy_rules(s, node):
+    return s.cluster.in_node(node, "iptables-save", "-t", "nat").stdout
+
+
+def test_kube_proxy_serves_the_iptables_install_and_leaves_its_rules_when_its_pod_goes(sw):
+    """The real kube-proxy: one process per node in the node's namespaces, its iptables rules for the Service;
+    a nodeSelector that removes its pods stops the processes and leaves the rules behind (as on a real node), and
+    the Services still answer through them."""
+    c = sw.cluster
+    procs = [p for p in c.processes("kube-proxy") if p["pid"]]
+    assert sorted(p["node"] for p in procs) == sw.nodes, c.processes("kube-proxy")
+    svc_ip = sw.targets()[0]["clusterip"].split("//")[1].split(":")[0]
+    for node in sw.nodes:
+        nat = _kube_proxy_rules(sw, node)
+        assert f"-d {svc_ip}/32" in nat and "KUBE-SERVICES" in nat, nat[-2000:]
+    assert sw.probe_once() == []
+    c.kubectl("patch", "daemonset", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p",
+              json.dumps({"spec": {"template": {"spec": {"nodeSelector": switches.NON_CALICO}}}}))
+    c.wait_for(lambda: not [p for p in c.processes("kube-proxy") if p["pid"]], timeout=120,
+               what="kube-proxy's processes stopped with their pods")
+    assert f"-d {svc_ip}/32" in _kube_proxy_rules(sw, sw.nodes[0]), "kube-proxy's rules went with its process"
+    assert sw.probe_once() == [], "the Services stopped answering through the rules kube-proxy left"
+    c.kubectl("patch", "daemonset", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p",
+              json.dumps({"spec": {"template": {"spec": {"nodeSelector": {"non-calico": None}}}}}))
+    c.wait_for(lambda: len([p for p in c.processes("kube-proxy") if p["pid"]]) == len(sw.nodes), timeout=120,
+               what="kube-proxy back on every node")
+
+
+def test_ipvs_mode_cannot_run_on_this_kernel():
+    config = Path("/proc/config.gz")
+    import gzip
+    text = gzip.decompress(config.read_bytes()).decode() if config.exists() else ""
+    if "CONFIG_IP_VS=" not in text and not Path("/proc/net/ip_vs").exists():
+        pytest.skip("IPVS: this kernel has no IP_VS (not built in, no modules), so kube-proxy's IPVS mode cannot run "
+                    "here; the IPVS guard is tested against kwok's kube-proxy in test_kube_proxy.py")
+    pytest.fail("this kernel has IP_VS: run kube-proxy in IPVS mode here and test the IPVS guard against it")
+
+
+def test_enable_ebpf_then_disable_ebpf_under_traffic(sw, record_property):
+    """The collection's enable_ebpf on the Iptables install with kube-proxy serving, then disable_ebpf back."""
+    c = sw.cluster
+    m = sw.measure("enable_ebpf", lambda: _playbook(sw, "playbooks/enable_ebpf.yml"), bpf_after=True,
+                   kube_proxy_after=False)
+    text = _report(record_property, sw, ["enable_ebpf"])
+    assert m["result"].rc == 0, m["result"].stdout[-3000:]
+    _bounded(m, text)
+    # the collection's order: kube-proxy went only once every calico-node pod was Ready on the new template
+    ready, desired = m["calico_node_switched_then"]
+    assert m["bpf_then"] is True and ready == desired == len(sw.nodes), (
+        f"kube-proxy disabled with bpfEnabled {m['bpf_then']}, {ready}/{desired} calico-node switched\n{text}")
+    assert "calico-node rolled out and ready on every node" in m["result"].stdout
+    # ... and only after every calico-node pod had stayed Ready through the readiness window that followed the
+    # operator's bpfEnabled (each Felix restarts onto eBPF then): 3 x 30 s + 10 s as the operator renders the probe
+    assert m["bpf_on_at"] is not None and m["kube_proxy_disabled_at"] - m["bpf_on_at"] >= 95, text
+    # what the real components did: kube-proxy's processes stopped; Felix in eBPF mode removed kube-proxy's
+    # iptables rules (BPFKubeProxyIptablesCleanupEnabled) and serves the Service from its BPF NAT map
+    assert not [p for p in c.processes("kube-proxy") if p["pid"]]
+    svc_ip = sw.targets()[0]["clusterip"].split("//")[1].split(":")[0]
+    c.wait_for(lambda: f"-d {svc_ip}/32" not in _kube_proxy_rules(sw, sw.nodes[0]), timeout=120,
+               what="Felix removing kube-proxy's rules")
+    again = _playbook(sw, "playbooks/enable_ebpf.yml")
+    assert again.rc == 0 and again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
+
+    m = sw.measure("disable_ebpf", lambda: _playbook(sw, "playbooks/disable_ebpf.yml"), bpf_after=False,
+                   kube_proxy_after=True)
+    text = _report(record_property, sw, ["enable_ebpf", "disable_ebpf"])
+    assert m["result"].rc == 0, m["result"].stdout[-3000:]
+    _bounded(m, text)
+    # the way back in the same order: kube-proxy serving on every node before Calico left eBPF
+    running, nodes = m["kube_proxy_running_then"]
+    assert running == nodes == len(sw.nodes), f"Installation left eBPF with kube-proxy on {running}/{nodes}\n{text}"
+    # Felix leaving eBPF removed its programs (bpftool, as in the calico/node image: without it they stayed
+    # attached and dropped every packet of the node)
+    for node in sw.nodes:
+        out = c.in_node(node, "bpftool", "net", "show").stdout
+        assert "cali" not in out and "tcx" not in out.split("tc:")[0], f"{node}: BPF programs left\n{out}"
+    assert f"-d {svc_ip}/32" in _kube_proxy_rules(sw, sw.nodes[0]), "kube-proxy did not write its rules again"
+
+
+def test_the_documented_order_by_hand_side_by_side(sw, record_property):
+    """The same two switches in the documented order with kubectl alone, in the same test run as the collection's:
+    kube-proxy is disabled before eBPF is on (the timeline says so); the counts sit next to the collection's."""
+    sw.ensure_iptables()
+    m = sw.measure("by hand: enable", sw.hand_enable, bpf_after=True, kube_proxy_after=False)
+    ready, desired = m["calico_node_switched_then"]
+    assert ready < desired, "by hand, kube-proxy goes before calico-node has switched (the documented order): %s" % m
+    # (on the way back by hand the Installation is patched first and kube-proxy a moment after: the timeline line
+    # says how many kube-proxy processes ran when it left eBPF - printed, not asserted, it is a race by design)
+    sw.measure("by hand: disable", sw.hand_disable, bpf_after=False, kube_proxy_after=True)
+    text = _report(record_property, sw, ["enable_ebpf", "by hand: enable", "disable_ebpf", "by hand: disable"])
+    for name in ("by hand: enable", "by hand: disable"):
+        for target, t in sw.results[name]["targets"].items():
+            assert t["recovered"], f"{name}: {target} not answering at the end\n{text}"
+    # what the order is for: an endpoint that appears during the switch (Service server-late, 5 s in). By hand nobody
+    # programs it from kube-proxy's removal until every Felix runs on eBPF; the collection keeps kube-proxy until then
+    if "enable_ebpf" in sw.results:
+        ours = sw.results["enable_ebpf"]["targets"]["late-endpoint"]["longest_gap_s"]
+        hand = sw.results["by hand: enable"]["targets"]["late-endpoint"]["longest_gap_s"]
+        assert hand > ours, f"the late endpoint: by hand {hand}s without an answer, the collection {ours}s\n{text}"
+
+
+def test_without_the_configmap_calico_node_cannot_reach_the_api_server_and_the_collection_refuses(sw):
+    """kube-proxy serves the `kubernetes` Service's ClusterIP, which is how calico-node reaches the API server when
+    the ConfigMap kubernetes-services-endpoint is missing. The collection refuses to disable kube-proxy then; done
+    by hand, a calico-node that restarts on a node without kube-proxy's rules never reaches the API server."""
+    c = sw.cluster
+    sw.ensure_iptables()
+    c.kubectl("delete", "configmap", switches.ENDPOINT_CM[1], "-n", switches.ENDPOINT_CM[0], "--ignore-not-found")
+    # the operator reads the ConfigMap when it starts (the services_endpoint role restarts it the same way)
+    c.kubectl("delete", "pods", "-n", "tigera-operator", "-l", "k8s-app=tigera-operator", "--wait=false")
+
+    svc = json.loads(c.kubectl("get", "service", "kubernetes", "-o", "json").stdout)["spec"]["clusterIP"]
+
+    def rendered_with_the_service():
+        # without the ConfigMap the operator renders its own KUBERNETES_SERVICE_HOST, which the kubelet set to the
+        # `kubernetes` Service's ClusterIP - the address kube-proxy serves
+        ds = switches._get(c, "daemonset", "calico-node", "-n", "calico-system") or {}
+        env = {e.get("name"): e.get("value") for ctr in ds["spec"]["template"]["spec"]["containers"]
+               if ctr["name"] == "calico-node" for e in ctr.get("env") or []}
+        return env.get("KUBERNETES_SERVICE_HOST") == svc and switches.settled(c, bpf=False, kube_proxy=True)
+    c.wait_for(rendered_with_the_service, timeout=300, interval=3,
+               what="calico-node re-rendered with the `kubernetes` Service as its API server, and rolled out")
+
+    # the collection: refused before any write
+    mark = c.audit.mark()
+    res = _playbook(sw, "playbooks/kube_proxy.yml", {"kube_proxy_state": "disabled", "kube_proxy_platform": "kubeadm"},
+                    callback="default")
+    assert res.rc != 0 and "kube-proxy: not disabled" in res.stdout, res.stdout[-3000:]
+    assert f"KUBERNETES_SERVICE_HOST {svc}" in res.stdout
+    assert "kube_proxy_require_calico_api" in res.stdout and "Nothing was written" in res.stdout
+    assert c.audit.writes_since(mark) == []
+
+    # by hand: kube-proxy off, then a node restarts (its nat table without kube-proxy's rules) and so does its
+    # calico-node - whose API server is the ClusterIP nobody serves now
+    node = sw.nodes[-1]
+    c.kubectl("patch", "daemonset", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p",
+              json.dumps({"spec": {"template": {"spec": {"nodeSelector": switches.NON_CALICO}}}}))
+    try:
+        c.wait_for(lambda: not [p for p in c.processes("kube-proxy") if p["pid"]], timeout=120,
+                   what="kube-proxy's processes gone")
+        for n in sw.nodes:
+            c.in_node(n, "iptables", "-t", "nat", "-F", "KUBE-SERVICES")
+        proc = next(p for p in c.processes("calico-node") if p["node"] == node and p["pid"])
+        os.killpg(proc["pid"], signal.SIGKILL)
+
+        def stuck():
+            p = next((p for p in c.processes("calico-node") if p["node"] == node and p["pid"]), None)
+            if not p or p["pid"] == proc["pid"]:
+                return None
+            text = Path(p["log"]).read_text(errors="replace")
+            tail = text[text.rfind("==== "):]
+            return svc in tail and ("i/o timeout" in tail or "connection refused" in tail or "no route" in tail)
+        c.wait_for(stuck, timeout=180, interval=3,
+                   what=f"the restarted calico-node on {node} failing to reach the API server at {svc}")
+        pod = next(p for p in json.loads(c.kubectl("get", "pods", "-n", "calico-system", "-l", "k8s-app=calico-node",
+                                                   "-o", "json").stdout)["items"] if p["spec"]["nodeName"] == node)
+        assert any(x["type"] == "Ready" and x["status"] == "False" for x in pod["status"]["conditions"])
+    finally:
+        c.kubectl("patch", "daemonset", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p",
+                  json.dumps({"spec": {"template": {"spec": {"nodeSelector": {"non-calico": None}}}}}))
+    # kube-proxy back: its rules again, and calico-node reaches the API server
+    c.wait_for(lambda: switches.settled(c, bpf=False, kube_proxy=True), timeout=300, interval=3,
+               what="kube-proxy back and calico-node ready on every node")
+
+
+def test_calico_node_killed_in_the_middle_of_enable_ebpf(sw, record_property):
+    """calico-node on the server's node killed (SIGKILL, as a crash) while enable_ebpf waits for the rollout: it is
+    restarted, the rollout wait takes it in, traffic recovers, and a re-run converges with nothing to change."""
+    c = sw.cluster
+    sw.ensure_iptables()
+    gen0 = switches._get(c, "daemonset", "calico-node", "-n", "calico-system")["metadata"]["generation"]
+    killed = {}
+
+    def run():
+        started = sw.ansible.start(f"{Path(__file__).resolve().parents[2]}/playbooks/enable_ebpf.yml",
+                                   inventory=INVENTORY, extra_vars={
+                                       "ebpf_install_timeout": 600,
+                                       "ebpf_install_artifacts_dir": str(sw.workdir.parent / "artifacts"),
+                                       "preflight_report_dir": str(sw.workdir.parent / "report")})
+
+        def kill_when_rolling():
+            ds = switches._get(c, "daemonset", "calico-node", "-n", "calico-system")
+            if ds["metadata"]["generation"] == gen0:
+                return False
+            proc = next((p for p in c.processes("calico-node") if p["node"] == sw.nodes[1] and p["pid"]), None)
+            if proc is None:
+                return False
+            os.killpg(proc["pid"], signal.SIGKILL)
+            killed.update(proc)
+            return True
+        c.wait_for(kill_when_rolling, timeout=300, interval=0.5, what="the operator re-rendering calico-node")
+        started.wait(timeout=900)
+        return started.returncode
+
+    m = sw.measure("enable_ebpf, calico-node killed", run, bpf_after=True, kube_proxy_after=False)
+    text = _report(record_property, sw, ["enable_ebpf", "enable_ebpf, calico-node killed"])
+    assert killed, "calico-node was not killed"
+    restarted = next(p for p in c.processes("calico-node") if p["node"] == sw.nodes[1])
+    assert restarted["pid"] != killed["pid"]
+    for target, t in m["targets"].items():
+        assert t["recovered"], f"{target} did not recover\n{text}"
+    again = _playbook(sw, "playbooks/enable_ebpf.yml")
+    assert again.rc == 0, again.stdout[-3000:]
+    if m["result"] == 0:
+        assert again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
+    final = _playbook(sw, "playbooks/enable_ebpf.yml")
+    assert final.rc == 0 and final.changed() == 0

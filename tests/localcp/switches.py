@@ -1,0 +1,363 @@
+"""Data-plane switches under traffic: the shared steps of tests/integration/test_switch_under_traffic.py and of
+the switch benchmark (``python -m localcp.switches --runs 3``, benchmarks/results/switch-under-traffic.md).
+
+On a control plane whose nodes have a network (the real kube-proxy in iptables mode behind the kubeadm shape's
+DaemonSet, the real calico-node behind the operator's), ``Switches``:
+
+* installs Calico on the Iptables data plane as Calico's quickstart does (``install_iptables``: operator-crds.yaml,
+  tigera-operator.yaml, custom-resources.yaml from the release mirror) - kube-proxy serves the Services;
+* deploys the prober's workloads (localcp.prober.workloads: a server pod on node-2, a client pod on node-1, a
+  ClusterIP and a NodePort Service) and measures a switch: probers from the client pod (ClusterIP, NodePort on
+  node-2, the server pod's IP across nodes) and from node-1's host network (NodePort on node-2) run from before
+  the first write until the data plane has settled plus ``SETTLE`` seconds; a ``Timeline`` records, at the moment
+  kube-proxy's DaemonSet stopped selecting nodes, how many calico-node pods were ready on the new template;
+* runs the switch either with the collection's playbooks or in the documented order by hand with kubectl
+  (Calico's documentation, "Enable eBPF on an existing cluster": the ConfigMap, then "Configure kube-proxy", then
+  "Enable eBPF mode"; reversed: Installation back to Iptables, then kube-proxy's nodeSelector removed).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+from . import dataplane, prober
+
+NS = "probe"
+SETTLE = 15.0  # seconds the probers keep running after the data plane has settled
+LATE_AFTER = 5.0  # seconds into a switch when the server pod gets the label that gives Service server-late its endpoint
+LATE_GRACE = 3.0  # seconds the late endpoint may take to be programmed when a proxy serves (EndpointSlice, then rules)
+CALICO = "v3.31.4"
+ENDPOINT_CM = ("tigera-operator", "kubernetes-services-endpoint")
+NON_CALICO = {"non-calico": "true"}
+
+
+class Timeline(threading.Thread):
+    """Polls kube-proxy's DaemonSet and Installation ``default`` every ``interval`` s and records two moments of a
+    switch (each once, and only as a change seen during the switch, not the state it started from):
+
+    * ``disabled_at`` - kube-proxy's nodeSelector came to match no node: where Calico was then (FelixConfiguration
+      ``bpf_then``; ``switched_then``: calico-node pods Ready on a template newer than the one before the switch,
+      and pods desired);
+    * ``left_bpf_at`` - the Installation went from BPF to Iptables: ``kube_proxy_then``, kube-proxy processes
+      running then, and nodes."""
+
+    def __init__(self, cluster, interval: float = 0.5):
+        super().__init__(daemon=True)
+        self.cluster, self.interval = cluster, interval
+        self.stop_event = threading.Event()
+        self.disabled_at = self.left_bpf_at = self.bpf_on_at = None
+        self.seen_enabled = self.seen_bpf = self.seen_bpf_off = False
+        self.bpf_then = self.switched_then = self.kube_proxy_then = None
+        ds = _get(cluster, "daemonset", "calico-node", "-n", "calico-system") or {}
+        self.generation0 = (ds.get("metadata") or {}).get("generation") or 0
+        self._poll()  # the state before the switch's first write (the caller starts the thread, then writes)
+
+    def _poll(self):
+        kp = _get(self.cluster, "daemonset", "kube-proxy", "-n", "kube-system")
+        selector = ((((kp or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+            "nodeSelector") or {}
+        disabled = all(selector.get(k) == v for k, v in NON_CALICO.items())
+        if not disabled:
+            self.seen_enabled = True
+        elif self.seen_enabled and self.disabled_at is None:
+            self.disabled_at = time.time()
+            felix = _get(self.cluster, "felixconfiguration", "default") or {}
+            self.bpf_then = bool((felix.get("spec") or {}).get("bpfEnabled"))
+            ready, desired, generation = calico_node_ready(self.cluster)
+            self.switched_then = (ready if generation > self.generation0 else 0, desired)
+        felix = _get(self.cluster, "felixconfiguration", "default") or {}
+        if not (felix.get("spec") or {}).get("bpfEnabled"):
+            self.seen_bpf_off = True
+        elif self.seen_bpf_off and self.bpf_on_at is None:
+            self.bpf_on_at = time.time()
+        inst = _get(self.cluster, "installation.operator.tigera.io", "default") or {}
+        plane = ((inst.get("spec") or {}).get("calicoNetwork") or {}).get("linuxDataplane")
+        if plane == "BPF":
+            self.seen_bpf = True
+        elif self.seen_bpf and self.left_bpf_at is None:
+            self.left_bpf_at = time.time()
+            running = [p for p in self.cluster.processes("kube-proxy") if p["pid"]]
+            self.kube_proxy_then = (len(running), len(self.cluster.nodes_with_network()))
+
+    def run(self):
+        while not self.stop_event.is_set():
+            self._poll()
+            self.stop_event.wait(self.interval)
+
+    def stop(self):
+        self.stop_event.set()
+        self.join(timeout=10)
+
+
+def _get(cluster, *args):
+    out = cluster.kubectl("get", *args, "-o", "json", check=False)
+    return json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else None
+
+
+def calico_node_ready(cluster) -> tuple:
+    """(pods Ready on the calico-node DaemonSet's current template, pods desired, the DaemonSet's generation)."""
+    ds = _get(cluster, "daemonset", "calico-node", "-n", "calico-system") or {}
+    gen = str((ds.get("metadata") or {}).get("generation"))
+    pods = (_get(cluster, "pods", "-n", "calico-system", "-l", "k8s-app=calico-node") or {}).get("items") or []
+    ready = 0
+    for p in pods:
+        if p["metadata"].get("deletionTimestamp") or (p["metadata"].get("labels") or {}).get(
+                "pod-template-generation") != gen:
+            continue
+        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in (p.get("status") or {}).get(
+                "conditions") or []):
+            ready += 1
+    return ready, (ds.get("status") or {}).get("desiredNumberScheduled", 0), int(gen) if gen.isdigit() else 0
+
+
+def settled(cluster, bpf: bool, kube_proxy: bool) -> bool:
+    """The operator has switched Felix (FelixConfiguration bpfEnabled), calico-node has rolled out with every pod
+    ready, and kube-proxy runs (or not) on every node."""
+    felix = _get(cluster, "felixconfiguration", "default") or {}
+    if bool((felix.get("spec") or {}).get("bpfEnabled")) != bpf:
+        return False
+    ds = _get(cluster, "daemonset", "calico-node", "-n", "calico-system") or {}
+    st, gen = ds.get("status") or {}, (ds.get("metadata") or {}).get("generation")
+    if st.get("observedGeneration") != gen or not (
+            st.get("desiredNumberScheduled") == st.get("updatedNumberScheduled") == st.get("numberReady")
+            == calico_node_ready(cluster)[0]):
+        return False
+    running = [p for p in cluster.processes("kube-proxy") if p["pid"]]
+    if len(running) != (len(cluster.nodes_with_network()) if kube_proxy else 0):
+        return False
+    # and the operator says it is done (what a user watching `kubectl get tigerastatus` waits for)
+    ts = _get(cluster, "tigerastatus", "calico") or {}
+    conds = {c.get("type"): c.get("status") for c in (ts.get("status") or {}).get("conditions") or []}
+    return conds.get("Available") == "True" and conds.get("Progressing") == "False" and conds.get("Degraded") == "False"
+
+
+def settled_twice(cluster, bpf: bool, kube_proxy: bool, gap: float = 5.0) -> bool:
+    """``settled`` now and again ``gap`` seconds later (the operator can start a second rollout right after the
+    first: seen by hand, where nothing waits for it)."""
+    if not settled(cluster, bpf, kube_proxy):
+        return False
+    time.sleep(gap)
+    return settled(cluster, bpf, kube_proxy)
+
+
+class Switches:
+    def __init__(self, cluster, workdir: Path, namespace: str = NS):
+        self.cluster, self.workdir, self.ns = cluster, Path(workdir), namespace
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.results = {}  # switch name -> measurement
+        self.nodes = sorted(cluster.nodes_with_network())
+
+    # -- set-up -------------------------------------------------------------------------------------------------
+
+    def install_iptables(self, timeout: float = 400) -> None:
+        c = self.cluster
+        base = f"{c.mirror_url}/{CALICO}/manifests"
+        c.apply(f"{base}/operator-crds.yaml")
+        c.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/installations.operator.tigera.io")
+        c.apply(f"{base}/tigera-operator.yaml")
+        c.apply(f"{base}/custom-resources.yaml")
+        c.wait_for(lambda: settled(c, bpf=False, kube_proxy=True), timeout=timeout, interval=3,
+                   what="the Iptables install: calico-node ready on every node, kube-proxy on every node")
+
+    def deploy(self, timeout: float = 240) -> None:
+        c = self.cluster
+        server, client = self.nodes[1], self.nodes[0]
+        c.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(prober.workloads(server, client, self.ns)))
+        c.wait_for(lambda: {n["pod"] for n in c.pod_networks() if n["namespace"] == self.ns and n["ips"]}
+                   == {"server", "client"}, timeout=timeout, interval=2,
+                   what=f"the probe pods wired by Calico's CNI plugin ({c.pod_networks()})")
+        c.wait_for(lambda: len([p for p in c.processes("agnhost") if p["namespace"] == self.ns and p["pid"]]) == 2,
+                   timeout=90, what="the probe pods' netexec servers")
+        c.wait_for(lambda: not self.probe_once(), timeout=120, interval=2,
+                   what="every probe target answering once before any switch")
+
+    def targets(self) -> tuple:
+        """(client-pod targets, node targets) - name -> URL."""
+        c = self.cluster
+        svc = _get(c, "service", "server", "-n", self.ns)["spec"]["clusterIP"]
+        pod_ip = _get(c, "pod", "server", "-n", self.ns)["status"]["podIP"]
+        node2 = c.nodes_with_network()[self.nodes[1]]["address"]
+        nodeport = f"http://{node2}:{prober.NODE_PORT}/hostname"
+        late = _get(c, "service", "server-late", "-n", self.ns)["spec"]["clusterIP"]
+        return ({"clusterip": f"http://{svc}:80/hostname", "nodeport": nodeport,
+                 "pod": f"http://{pod_ip}:8080/hostname", "late-endpoint": f"http://{late}:80/hostname"},
+                {"node-nodeport": nodeport})
+
+    def probe_once(self) -> list:
+        """The targets that do not answer one GET now (empty: all answer)."""
+        in_pod, on_node = self.targets()
+        bad = []
+        for name, url in in_pod.items():
+            if name == "late-endpoint":
+                continue  # it has an endpoint only during a switch
+            if self.cluster.http_get(url, namespace=self.ns, pod="client", timeout=3).returncode != 0:
+                bad.append(name)
+        for name, url in on_node.items():
+            holder = self.cluster.nodes_with_network()[self.nodes[0]]["holder"]
+            if not prober.attempt_in(dataplane.enter(holder), url):
+                bad.append(name)
+        return bad
+
+    # -- a measured switch --------------------------------------------------------------------------------------
+
+    def measure(self, name: str, action, bpf_after: bool, kube_proxy_after: bool, timeout: float = 600) -> dict:
+        """Probers running from before ``action()`` until the data plane settled plus SETTLE seconds."""
+        c = self.cluster
+        in_pod, on_node = self.targets()
+        out_dir = self.workdir / name
+        out_dir.mkdir(parents=True, exist_ok=True)
+        node_holder = c.nodes_with_network()[self.nodes[0]]["holder"]
+        probers = [prober.Prober(dataplane.enter(c.pod_holder(self.ns, "client")), in_pod, out_dir / "client.jsonl"),
+                   prober.Prober(dataplane.enter(node_holder), on_node, out_dir / "node.jsonl")]
+        c.kubectl("label", "pod", "server", "-n", self.ns, "late-")  # Service server-late without an endpoint
+        for p in probers:
+            p.start()
+        time.sleep(3)  # a few answered attempts before the first write
+        timeline = Timeline(c)
+        started = time.time()
+        timeline.start()
+        labelled = {}
+
+        def label_late():
+            time.sleep(LATE_AFTER)
+            c.kubectl("label", "pod", "server", "-n", self.ns, "late=yes", "--overwrite")
+            labelled["at"] = time.time()
+        late = threading.Thread(target=label_late, daemon=True)
+        late.start()
+        try:
+            result = action()
+            rc = getattr(result, "rc", result if isinstance(result, int) else 0)
+            if rc != 0:
+                failed = [f"{t['task']}: {t['result'].get('msg')}" for t in getattr(result, "tasks", [])
+                          if t["result"].get("failed")]
+                raise AssertionError(f"{name}: the switch failed (rc {rc}): {failed or ''}\n"
+                                     f"{getattr(result, 'stderr', '')[-2000:]}")
+            c.wait_for(lambda: settled_twice(c, bpf_after, kube_proxy_after), timeout=timeout, interval=2,
+                       what=f"{name}: the data plane settled (bpfEnabled {bpf_after}, kube-proxy "
+                            f"{'running' if kube_proxy_after else 'gone'})")
+            took = time.time() - started
+            time.sleep(SETTLE)
+        finally:
+            timeline.stop()
+            late.join(timeout=30)
+            records = []
+            for p in probers:
+                p.stop()
+                records += p.records()
+            # the late endpoint counts from when it existed (plus the time a serving proxy takes to program it)
+            cutoff = labelled.get("at", float("inf")) + LATE_GRACE
+            summary = prober.summarize([r for r in records if r["target"] != "late-endpoint" or r["t"] >= cutoff])
+        m = {"switch": name, "seconds": round(took, 1), "targets": summary, "result": result,
+             "kube_proxy_disabled_at": (round(timeline.disabled_at - started, 1)
+                                        if timeline.disabled_at else None),
+             "bpf_then": timeline.bpf_then, "calico_node_switched_then": timeline.switched_then,
+             "left_bpf_at": round(timeline.left_bpf_at - started, 1) if timeline.left_bpf_at else None,
+             "bpf_on_at": round(timeline.bpf_on_at - started, 1) if timeline.bpf_on_at else None,
+             "kube_proxy_running_then": timeline.kube_proxy_then,
+             "late_endpoint_at": round(labelled["at"] - started, 1) if labelled.get("at") else None}
+        (out_dir / "summary.json").write_text(json.dumps({k: v for k, v in m.items() if k != "result"}, indent=1,
+                                                         default=str))
+        self.results[name] = m
+        return m
+
+    def ensure_iptables(self, timeout: float = 600) -> None:
+        """Back to the Iptables install with kube-proxy serving, when an earlier test left it elsewhere."""
+        c = self.cluster
+        if settled(c, bpf=False, kube_proxy=True):
+            return
+        inst = _get(c, "installation.operator.tigera.io", "default") or {}
+        if ((inst.get("spec") or {}).get("calicoNetwork") or {}).get("linuxDataplane") == "BPF":
+            self.hand_disable()
+        else:
+            c.kubectl("patch", "daemonset", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p",
+                      json.dumps({"spec": {"template": {"spec": {"nodeSelector": {k: None for k in NON_CALICO}}}}}))
+        c.wait_for(lambda: settled_twice(c, bpf=False, kube_proxy=True), timeout=timeout, interval=3,
+                   what="the Iptables install with kube-proxy on every node again")
+
+    # -- the documented order, by hand ----------------------------------------------------------------------------
+
+    def hand_enable(self):
+        """Calico's documentation, "Enable eBPF on an existing cluster", with kubectl alone: the ConfigMap
+        kubernetes-services-endpoint (the API server's node-network address), "Configure kube-proxy" (the
+        nodeSelector no node has), "Enable eBPF mode" (Installation linuxDataplane BPF) - one after the other."""
+        c = self.cluster
+        server = _kubeconfig_server(c)  # the node-network address calico-node dials (dataplane.py)
+        host, port = server.rsplit(":", 1)
+        cm = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": ENDPOINT_CM[1], "namespace": ENDPOINT_CM[0]},
+              "data": {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}}
+        c.kubectl("apply", "-f", "-", input=yaml.safe_dump(cm))
+        c.kubectl("patch", "daemonset", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p",
+                  json.dumps({"spec": {"template": {"spec": {"nodeSelector": NON_CALICO}}}}))
+        c.kubectl("patch", "installation.operator.tigera.io", "default", "--type", "merge", "-p",
+                  json.dumps({"spec": {"calicoNetwork": {"linuxDataplane": "BPF"}}}))
+        return "kubectl: ConfigMap, kube-proxy nodeSelector, Installation BPF"
+
+    def hand_disable(self):
+        """The documented way back: Installation linuxDataplane Iptables, then kube-proxy's nodeSelector removed."""
+        c = self.cluster
+        c.kubectl("patch", "installation.operator.tigera.io", "default", "--type", "merge", "-p",
+                  json.dumps({"spec": {"calicoNetwork": {"linuxDataplane": "Iptables"}}}))
+        c.kubectl("patch", "daemonset", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p",
+                  json.dumps({"spec": {"template": {"spec": {"nodeSelector": {k: None for k in NON_CALICO}}}}}))
+        return "kubectl: Installation Iptables, kube-proxy nodeSelector removed"
+
+
+def _kubeconfig_server(cluster) -> str:
+    cfg = yaml.safe_load(Path(cluster.kubeconfig).read_text())
+    return cfg["clusters"][0]["cluster"]["server"].split("://", 1)[1]
+
+
+def rows(results: dict) -> list:
+    """One row per switch and target: failed/attempted, the longest gap."""
+    out = []
+    for name, m in results.items():
+        for target, s in m["targets"].items():
+            out.append((name, target, s["failed"], s["attempted"], s["longest_gap_s"], s["recovered"]))
+    return out
+
+
+def table(results: dict) -> str:
+    lines = ["switch                  target          failed/attempted  longest gap (s)  recovered",
+             "----------------------  --------------  ----------------  ---------------  ---------"]
+    for name, target, failed, attempted, gap, rec in rows(results):
+        lines.append(f"{name:<22}  {target:<14}  {f'{failed}/{attempted}':>16}  {gap:>15}  "
+                     f"{'yes' if rec else 'NO':>9}")
+    for name, m in results.items():
+        if m.get("kube_proxy_disabled_at") is not None:
+            ready, desired = m["calico_node_switched_then"]
+            lines.append(f"{name}: kube-proxy stopped selecting nodes {m['kube_proxy_disabled_at']}s after the "
+                         f"first write; then bpfEnabled was {str(m['bpf_then']).lower()}"
+                         + (f" (since {m['bpf_on_at']}s)" if m.get("bpf_on_at") is not None else "")
+                         + f" and {ready}/{desired} calico-node pods were Ready on the switched template")
+        if m.get("left_bpf_at") is not None:
+            running, nodes = m["kube_proxy_running_then"]
+            lines.append(f"{name}: Installation left eBPF {m['left_bpf_at']}s after the first write, with kube-proxy "
+                         f"running on {running}/{nodes} nodes")
+    return "\n".join(lines)
+
+
+def median_table(runs: list) -> str:
+    """Markdown: per switch and target, the median over ``runs`` (each a results dict) of failed, attempted and the
+    longest gap."""
+    lines = ["| switch | target | failed / attempted (median) | longest gap, s (median) | runs |",
+             "|---|---|---|---|---|"]
+    keys = []
+    for res in runs:
+        for name, target, *_ in rows(res):
+            if (name, target) not in keys:
+                keys.append((name, target))
+    for name, target in keys:
+        vals = [r[name]["targets"][target] for r in runs if name in r and target in r[name]["targets"]]
+        failed = statistics.median(v["failed"] for v in vals)
+        attempted = statistics.median(v["attempted"] for v in vals)
+        gap = statistics.median(v["longest_gap_s"] for v in vals)
+        lines.append(f"| {name} | {target} | {failed:g} / {attempted:g} | {gap:.1f} | "
+                     f"{', '.join(str(v['failed']) + '/' + str(v['attempted']) for v in vals)} |")
+    return "\n".join(lines)
