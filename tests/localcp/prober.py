@@ -40,21 +40,13 @@ def workloads(server_node: str, client_node: str, namespace: str = "probe") -> l
     """A server pod (netexec) on ``server_node``, a client pod on ``client_node`` (the prober runs in its network),
     a ClusterIP Service and a NodePort Service (externalTrafficPolicy Cluster: every node forwards) to the server,
     and a ClusterIP Service ``server-late`` that selects the server only once it is labelled ``late=yes``."""
-    from .traffic import AGNHOST
-    from .dataplane import NETWORK_ANNOTATION
-
-    def pod(name, node):
-        return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": namespace, "labels": {"app": name},
-                             "annotations": {NETWORK_ANNOTATION: "true"}},
-                "spec": {"nodeName": node, "containers": [{"name": "netexec", "image": AGNHOST,
-                                                           "args": ["netexec", "--http-port=8080"]}]}}
+    from .traffic import netexec_pod
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-        pod("server", server_node), pod("client", client_node),
+        netexec_pod("server", server_node, namespace), netexec_pod("client", client_node, namespace),
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server", "namespace": namespace},
          "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8080}]}},
-        # a Service whose endpoint appears during a switch (the pod runner's switches label the server pod with
+        # a Service whose endpoint appears during a switch (localcp.switches labels the server pod with
         # late=yes a few seconds into it): what kube-proxy or Felix must program while the data plane changes hands
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server-late", "namespace": namespace},
          "spec": {"selector": {"app": "server", "late": "yes"}, "ports": [{"port": 80, "targetPort": 8080}]}},

@@ -25,16 +25,19 @@ AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 NODE_PORT = 30080
 
 
+def netexec_pod(name: str, node: str, namespace: str) -> dict:
+    """A pod with a network (Calico's CNI plugin) running agnhost netexec on 8080, labelled ``app: <name>``."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"app": name},
+                         "annotations": {dataplane.NETWORK_ANNOTATION: "true"}},
+            "spec": {"nodeName": node, "containers": [{"name": "netexec", "image": AGNHOST,
+                                                       "args": ["netexec", "--http-port=8080"]}]}}
+
+
 def workloads(server_node: str, client_node: str, namespace: str = NAMESPACE) -> list:
-    def pod(name, node):
-        return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": namespace, "labels": {"app": name},
-                             "annotations": {dataplane.NETWORK_ANNOTATION: "true"}},
-                "spec": {"nodeName": node, "containers": [{"name": "netexec", "image": AGNHOST,
-                                                           "args": ["netexec", "--http-port=8080"]}]}}
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-        pod("server", server_node), pod("client", client_node),
+        netexec_pod("server", server_node, namespace), netexec_pod("client", client_node, namespace),
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server", "namespace": namespace},
          "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8080}]}},
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server-nodeport", "namespace": namespace},

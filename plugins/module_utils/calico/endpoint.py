@@ -27,7 +27,13 @@ CLUSTER_DNS_SUFFIXES = (".svc", ".cluster.local")
 ISSUE = "Calico issue 10683"
 
 
-def _is_ip(host):
+_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+
+
+def is_ip_literal(host):
+    """True for an IPv4 or IPv6 address (with or without IPv6 brackets)."""
+    if not isinstance(host, _STRING_TYPES) or not host:
+        return False
     text = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if _ipaddress is not None:
         try:
@@ -35,12 +41,14 @@ def _is_ip(host):
             return True
         except ValueError:
             return False
-    return re.match(r"^[0-9.]+$", text) is not None or re.match(r"^[0-9A-Fa-f:.]+$", text) is not None and ":" in text
+    if _IPV4.match(text):  # pragma: no cover - Python 2.7 targets
+        return all(int(part) <= 255 for part in text.split("."))
+    return ":" in text and re.match(r"^[0-9A-Fa-f:.]+$", text) is not None  # pragma: no cover
 
 
 def dns_name_warning(host):
     """A warning (one paragraph) when ``host`` is a DNS name; None for an IP address or no host."""
-    if not isinstance(host, _STRING_TYPES) or not host.strip() or _is_ip(host.strip()):
+    if not isinstance(host, _STRING_TYPES) or not host.strip() or is_ip_literal(host.strip()):
         return None
     low = host.strip().lower().rstrip(".")
     cluster_only = low.endswith(CLUSTER_DNS_SUFFIXES) or "." not in low

@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import is_ip_literal  # noqa: F401
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import (
 
     AWS_DNS, PLATFORMS, PLATFORM_TITLES, UNSUPPORTED_PLATFORMS)
@@ -46,7 +47,6 @@ AWS_NAMESERVERS = (AWS_DNS,)
 # the services_endpoint_info module's option names (``host`` and ``port`` are kubernetes.core auth options)
 MODULE_NAMES = {"host": "endpoint_host", "port": "endpoint_port"}
 
-_IPV4 = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 _LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 _SERVER = re.compile(r"^(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?(?P<host>\[[^\]]*\]|[^:/?#]*)"
                      r"(?::(?P<port>[^/?#]*))?(?P<path>[/?#].*)?$")
@@ -64,22 +64,6 @@ def problem(prefix, field, message):
     """One problem: ``{field, message}``; the message starts with the variable's name."""
     name = var_name(prefix, field)
     return {"field": name, "message": "%s: %s" % (name, message)}
-
-
-def is_ip_literal(host):
-    """True for an IPv4 or IPv6 address (with or without IPv6 brackets)."""
-    if not isinstance(host, _STRING_TYPES) or not host:
-        return False
-    text = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if _ipaddress is not None:
-        try:
-            _ipaddress.ip_address(u"%s" % text)
-            return True
-        except ValueError:
-            return False
-    if _IPV4.match(text):  # pragma: no cover - Python 2.7 targets
-        return all(int(part) <= 255 for part in text.split("."))
-    return ":" in text and re.match(r"^[0-9A-Fa-f:.]+$", text) is not None  # pragma: no cover
 
 
 def is_loopback_name(host):
