@@ -178,6 +178,8 @@ class Prober:
         self.popen = None
 
     def start(self) -> "Prober":
+        # a measurement of its own: what an earlier prober logged at this path is not this one's
+        self.out.unlink(missing_ok=True)
         argv = [sys.executable, "-m", "localcp.prober", "--out", str(self.out), "--interval", str(self.interval),
                 "--timeout", str(self.timeout)]
         for name, url in self.targets.items():
