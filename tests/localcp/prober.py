@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .podrunner import _child_setup  # a session of its own, SIGTERM when the parent dies
+
 
 NODE_PORT = 30081
 RECOVERED_WITHIN = 3.0  # seconds (see summarize)
@@ -168,17 +170,6 @@ def attempt_in(enter: list, url: str, timeout: float = 3.0) -> bool:
     return out.returncode == 0
 
 
-def _die_with_parent():
-    """A session of its own (stopped as a group) that gets SIGTERM when the test process dies (a killed run leaves no
-    prober behind)."""
-    os.setsid()
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
 class Prober:
     """A prober process inside ``enter`` (an nsenter prefix: a pod's or node's holder; dataplane.enter), started
     by ``start`` and stopped by PID in ``stop``, which returns ``summarize`` of what it logged."""
@@ -198,7 +189,7 @@ class Prober:
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
         self.popen = subprocess.Popen(self.enter + argv, env=env, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=open(f"{self.out}.err", "ab"),
-                                      preexec_fn=_die_with_parent)
+                                      preexec_fn=_child_setup)  # dies with the test process
         return self
 
     def records(self) -> list:
