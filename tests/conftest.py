@@ -14,6 +14,10 @@ HERE = Path(__file__).resolve().parent
 # (tests/tools/zipimport_cache.py, installed into .venv by `make venv`); the children (ansible-playbook, Molecule,
 # ansible-runner) inherit it
 os.environ.setdefault("CALICO_OPS_TEST_ZIPIMPORT_CACHE", str(HERE.parent / ".build" / "zipimport-cache"))
+# a playbook that fails after its checks leaves a diagnostics archive (roles/diagnostics): the tests' playbooks run
+# from the repository's root, so the default ./calico-diagnostics would land in it; a test that looks for an archive
+# sets diagnostics_dir itself (localcp.fixtures.Ansible does for its runs)
+os.environ.setdefault("CALICO_OPS_DIAGNOSTICS_DIR", str(HERE.parent / ".build" / "test-diagnostics"))
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 

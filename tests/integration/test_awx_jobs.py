@@ -493,7 +493,12 @@ def test_upgrade_job_on_a_cluster_without_calico(cluster, awx_job):
     job = awx_job("playbooks/upgrade.yml", {"upgrade_target_version": "v3.31.4"})
     assert job.status == "failed" and job.rc != 0
     failed = [e["event_data"] for e in job.of("runner_on_failed") if not e["event_data"].get("ignore_errors")]
-    assert len(failed) == 1, [f.get("task") for f in failed]
+    # the guard's refusal, then the playbook's rescue failing with the same message - and no diagnostics archive:
+    # a refusal before any write changed nothing (roles/diagnostics/tasks/on_failure.yml)
+    assert [f.get("task") for f in failed][1:] == ["Fail as the job did, saying where the diagnostics archive is"], [
+        f.get("task") for f in failed]
+    assert failed[0]["res"]["msg"] in failed[1]["res"]["msg"]
+    assert "diagnostics archive:" not in failed[1]["res"]["msg"]
     assert writes_by_the_service_account(cluster, job) == []
     assert cluster.audit.reads_since(job.mark, users=(SA_USER,))
     assert "upgrade" in job.role_tasks()

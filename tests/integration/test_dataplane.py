@@ -204,6 +204,34 @@ def test_a_second_install_changes_nothing_and_traffic_keeps_flowing(dp, tmp_path
     assert _answer(dp, f"http://{cluster_ip}/hostname") == "server"
 
 
+def test_the_diagnostics_archive_holds_the_real_calico_node_logs(dp, tmp_path):
+    """collect_diagnostics on the real data plane: the logs of calico-node (Felix) and calico-typha as the API
+    server's pods/log serves them (kwok's kubelet endpoint, reached at each node's InternalIP inside its namespace),
+    next to the objects support asks for; read-only (no write by the playbook's identity)."""
+    import tarfile
+    mark = dp.audit.mark()
+    path = tmp_path / "dp.tar.gz"
+    result = Ansible(dp, tmp_path).playbook("playbooks/collect_diagnostics.yml", inventory="inventories/local/hosts.yml",
+                                            extra_vars={"diagnostics_path": str(path), "diagnostics_log_lines": 200})
+    assert result.rc == 0 and result.changed() == 0, result.stdout[-3000:]
+    assert dp.audit.writes_since(mark) == []
+    with tarfile.open(path) as tar:
+        files = dict((m.name.split("/", 1)[1], tar.extractfile(m).read().decode()) for m in tar.getmembers()
+                     if m.isfile())
+    felix = [n for n in files if "/logs/calico-node-" in n and n.endswith("/calico-node.log")]
+    assert len(felix) == len(dp.processes("calico-node")) > 0, sorted(files)
+    for name in felix:
+        assert not files[name].startswith("no log: "), (name, files[name][:300])
+        assert len(files[name].splitlines()) <= 200
+    assert any("felix" in files[n].lower() for n in felix), files[felix[0]][-2000:]
+    typha = [n for n in files if "/logs/calico-typha-" in n]
+    assert typha and not files[typha[0]].startswith("no log: "), (typha, files.get(typha[0], "")[:300])
+    summary = json.loads(files["summary.json"])
+    assert not [p for p in summary["problems"] if "container calico-node:" in p], summary["problems"]
+    inst = json.loads(files["objects/installations.json"])["items"][0]
+    assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+
+
 def test_preflight_host_checks_run_inside_each_node(dp, tmp_path):
     """The preflight's host checks, through a connection into each node's namespaces (Ansible's
     community.docker.nsenter: the node's mount, network and UTS namespaces, as a shell on that node)."""

@@ -12,6 +12,7 @@ worker of its own).
 """
 
 import calendar
+import json
 import time
 
 import pytest
@@ -22,6 +23,7 @@ from test_install_ebpf import (_container, _env, _get, _maybe, _operator_writes,
 pytestmark = pytest.mark.integration
 
 OPERATOR_KEY = "operator.tigera.io/disable-kube-proxy"
+CLEANUP_RECORD = "calico-ops.io/kube-proxy-iptables-cleanup-before"
 
 
 def _rollback_vars(**extra):
@@ -122,12 +124,15 @@ def test_rollback_on_the_configmap_path_kube_proxy_first_then_iptables(calico_cl
     assert res.rc == 0, res.stdout[-5000:] + res.stderr[-2000:]
     assert "tigerastatus [" in res.stdout and "calico: Available" in res.stdout
 
-    # the order, from the audit log: kube-proxy's DaemonSet patched, read until ready, then the switch
+    # the order, from the audit log: Felix told to keep kube-proxy's rules, kube-proxy's DaemonSet patched, read until
+    # ready, then the switch; FelixConfiguration restored once calico-node rolled out off eBPF
     events = _steps(cluster, mark)
     writes = [e for e in events if e["verb"] in ("create", "update", "patch", "delete")]
     assert [(w["objectRef"]["resource"], w["objectRef"]["name"]) for w in writes] == [
-        ("daemonsets", "kube-proxy"), ("installations", "default")], writes
-    ds_patch = _index(events, "patch", "daemonsets", "kube-proxy")
+        ("felixconfigurations", "default"), ("daemonsets", "kube-proxy"), ("installations", "default"),
+        ("felixconfigurations", "default")], writes
+    coexist = _index(events, "patch", "felixconfigurations", "default")
+    ds_patch = _index(events, "patch", "daemonsets", "kube-proxy", coexist + 1)
     read = _index(events, "get", "daemonsets", "kube-proxy", ds_patch + 1)
     switch = _index(events, "patch", "installations", "default", read + 1)
     assert any(e["verb"] == "list" and e["objectRef"].get("resource") == "pods"
@@ -149,6 +154,30 @@ def test_rollback_on_the_configmap_path_kube_proxy_first_then_iptables(calico_cl
     cm = _get(cluster, "configmap", "kubernetes-services-endpoint", "-n", "tigera-operator")
     assert cm["data"]["KUBERNETES_SERVICE_HOST"] == "api.cluster.example"
     assert "FelixConfiguration default: bpfEnabled false" in res.stdout
+    restore = _index(events, "patch", "felixconfigurations", "default", switch + 1)
+    assert any(e["verb"] == "get" and (e.get("objectRef") or {}).get("resource") == "daemonsets"
+               and (e.get("objectRef") or {}).get("name") == "calico-node" for e in events[switch:restore])
+    felix = _get(cluster, "felixconfiguration", "default")
+    assert "bpfKubeProxyIptablesCleanupEnabled" not in felix["spec"], felix["spec"]
+    assert CLEANUP_RECORD not in (felix["metadata"].get("annotations") or {}), felix["metadata"]
+    assert "bpfKubeProxyIptablesCleanupEnabled false while kube-proxy comes back (was unset): changed" in res.stdout
+    assert "bpfKubeProxyIptablesCleanupEnabled restored" in res.stdout
+
+    # a run that stopped after the switch, before the restore (the field false, its record on the object): the next
+    # run has nothing to roll back and puts the recorded value back
+    cluster.kubectl("patch", "felixconfiguration", "default", "--type", "merge", "-p", json.dumps({
+        "metadata": {"annotations": {CLEANUP_RECORD: "true"}},
+        "spec": {"bpfKubeProxyIptablesCleanupEnabled": False}}))
+    mark = cluster.audit.mark()
+    res = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(), callback="default")
+    assert res.rc == 0 and "nothing to roll back" in res.stdout, res.stdout[-3000:]
+    assert [(w["objectRef"]["resource"], w["objectRef"]["name"]) for w in cluster.audit.writes_since(mark)] == [
+        ("felixconfigurations", "default")]
+    felix = _get(cluster, "felixconfiguration", "default")
+    assert felix["spec"]["bpfKubeProxyIptablesCleanupEnabled"] is True
+    assert CLEANUP_RECORD not in (felix["metadata"].get("annotations") or {})
+    cluster.kubectl("patch", "felixconfiguration", "default", "--type", "merge", "-p",
+                    '{"spec": {"bpfKubeProxyIptablesCleanupEnabled": null}}')
 
     # a re-run: nothing to roll back, nothing written; check mode too
     mark = cluster.audit.mark()
@@ -223,3 +252,93 @@ def test_rollback_on_the_operator_path_takes_kube_proxy_back_from_the_operator(c
     again = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars())
     assert again.rc == 0 and again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
     assert cluster.audit.writes_since(mark) == []
+
+
+def _archive(path):
+    """{member below the archive's top directory: text} of a diagnostics archive."""
+    import tarfile
+    with tarfile.open(path) as tar:
+        out = {}
+        for member in tar.getmembers():
+            if member.isfile():
+                out[member.name.split("/", 1)[1]] = tar.extractfile(member).read().decode()
+        return out
+
+
+def test_a_rollback_that_fails_after_its_writes_leaves_a_diagnostics_archive(calico_clean, op_ansible, tmp_path):
+    """The playbook's rescue (roles/diagnostics, tasks_from on_failure): the job's failure, then an archive with what
+    Calico's support asks for, and where it is in the last line. A credential in a Secret and in a pod's environment
+    is not in it; the real operator's log is, through the API server's pods/log (kwok serves the pod runner's logs)."""
+    import os
+    import re
+    import stat
+    cluster = calico_clean
+    _install(cluster, op_ansible, tmp_path)
+    sentinel = "diag-sentinel-%s" % os.urandom(6).hex()
+    cluster.kubectl("create", "secret", "generic", "diag-sentinel", "-n", "tigera-operator",
+                    "--from-literal=token=" + sentinel)
+    cluster.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "holds-a-token", "namespace": "calico-system"},
+        "spec": {"nodeName": "no-such-node", "containers": [{
+            "name": "app", "image": "registry.k8s.io/pause:3.10",
+            "env": [{"name": "APP_API_TOKEN", "value": sentinel + "-env"}]}]}}))
+    where = tmp_path / "support"
+    # TigeraStatus cannot be Available within a second of the switch: the job fails in its monitor phase, after the
+    # FelixConfiguration, the kube-proxy DaemonSet and the Installation were written
+    res = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(
+        ebpf_rollback_timeout=1, ebpf_rollback_poll_interval=1, diagnostics_dir=str(where),
+        diagnostics_log_lines=50), callback="default")
+    assert res.rc != 0, res.stdout[-3000:]
+    last = [line for line in res.stdout.splitlines() if "diagnostics archive: " in line]
+    assert last and "TigeraStatus" in last[-1], res.stdout[-4000:]
+    path = re.search(r"diagnostics archive: (\S+?\.tar\.gz)", last[-1]).group(1)
+    assert os.path.dirname(path) == str(where)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    files = _archive(path)
+    summary = json.loads(files["summary.json"])
+    assert summary["job"] == "disable_ebpf" and "TigeraStatus" in summary["reason"], summary
+    # what support asks for
+    inst = json.loads(files["objects/installations.json"])["items"][0]
+    assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables"
+    assert json.loads(files["objects/tigerastatuses.json"])["items"]
+    assert json.loads(files["objects/apiservers.json"])["served"] is True
+    felix = json.loads(files["objects/felixconfigurations.json"])["items"][0]
+    assert felix["spec"]["bpfKubeProxyIptablesCleanupEnabled"] is False  # the rollback's side-by-side step
+    assert json.loads(files["objects/services-endpoint-configmap.json"])["items"][0]["data"][
+        "KUBERNETES_SERVICE_HOST"] == "api.cluster.example"
+    assert json.loads(files["objects/kube-proxy-daemonset.json"])["items"][0]["metadata"]["name"] == "kube-proxy"
+    assert json.loads(files["objects/kube-proxy-configmap-kube-proxy.json"])["items"]
+    for name in ("kubecontrollersconfigurations", "ippools", "records"):
+        assert "objects/%s.json" % name in files
+    nodes = json.loads(files["nodes.json"])
+    assert len(nodes) == len(_get(cluster, "nodes")["items"]) and all(n["conditions"] and n["nodeInfo"] for n in nodes)
+    pods = [p["metadata"]["name"] for p in json.loads(files["namespaces/calico-system/pods.json"])]
+    assert any(p.startswith("calico-node-") for p in pods) and "holds-a-token" in pods
+    assert json.loads(files["namespaces/tigera-operator/events.json"]) is not None
+    operator = [n for n in files if n.startswith("namespaces/tigera-operator/logs/tigera-operator-")]
+    assert operator, sorted(files)
+    for name in operator:  # the real operator's own output, its last 50 lines
+        assert files[name].strip() and not files[name].startswith("no log: "), (name, files[name][:500])
+        assert len(files[name].splitlines()) <= 50
+    # a container the pod runner does not run (calico-node is kwok's alone here) has no log: said in its place
+    calico_node = [n for n in files if "/logs/calico-node-" in n and n.endswith("/calico-node.log")]
+    assert calico_node and files[calico_node[0]].startswith("no log: "), files.get(calico_node[0])
+    # no credential
+    text = "\n".join(files.values())
+    assert sentinel not in text and "APP_API_TOKEN" in text
+    assert not re.search(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", text)
+    assert "Traceback" not in res.stdout + res.stderr
+
+    # collect_diagnostics by itself: read-only for the cluster (check mode included), the archive written again
+    mark = cluster.audit.mark()
+    alone = op_ansible.playbook("playbooks/collect_diagnostics.yml", {"diagnostics_path": str(where / "again.tgz")},
+                                check=True)
+    assert alone.rc == 0 and alone.changed() == 0 and (where / "again.tgz").exists()
+    assert cluster.audit.writes_since(mark) == []
+    # bad input: refused before anything is read or written, naming the variable
+    mark = cluster.audit.mark()
+    bad = op_ansible.playbook("playbooks/collect_diagnostics.yml", {"diagnostics_log_lines": -5,
+                                                                     "diagnostics_path": str(where / "bad.tar.gz")},
+                              callback="default")
+    assert bad.rc != 0 and "diagnostics_log_lines: 0 (no logs) to 100000" in bad.stdout, bad.stdout[-2000:]
+    assert not (where / "bad.tar.gz").exists() and cluster.audit.events_since(mark) == []

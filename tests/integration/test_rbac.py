@@ -6,6 +6,7 @@ import base64
 import json
 import subprocess
 import sys
+import tarfile
 import uuid
 from pathlib import Path
 
@@ -36,6 +37,7 @@ JOBS = {
     "upgrade": [("ClusterRole", "calico-ops-upgrade", None), ("Role", "calico-ops-upgrade", "kube-system"),
                 ("Role", "calico-ops-upgrade", "tigera-operator"), ("ClusterRole", "calico-ops-owner-references", None),
                 ("Role", "calico-ops-records", "kube-system"), ("ClusterRole", "calico-ops-cluster-identity", None)],
+    "diagnostics": [("ClusterRole", "calico-ops-diagnostics", None)],
 }
 
 
@@ -176,3 +178,19 @@ def test_install_ebpf_runs_with_the_install_roles_only(cluster, calico_and_kube_
     assert not can_i(cluster, user, "patch", "daemonsets/calico-node", "-n", "kube-system")
     assert not can_i(cluster, user, "patch", "nodes")
     assert not can_i(cluster, user, "delete", "customresourcedefinitions")
+
+    # collect_diagnostics on what the install left, with calico-ops-diagnostics alone: every read it makes is granted
+    # (the archive lists nothing forbidden), it reads no Secret and may write nothing
+    env, user = service_account("diagnostics")
+    res = token_run("playbooks/collect_diagnostics.yml", env, tmp_path,
+                    diagnostics_path=str(tmp_path / "diag" / "rbac.tar.gz"), diagnostics_log_lines=20)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    with tarfile.open(tmp_path / "diag" / "rbac.tar.gz") as tar:
+        summary = json.loads(tar.extractfile("rbac/summary.json").read())
+    assert not [p for p in summary["problems"] if "forbidden" in p.lower() or "403" in p], summary["problems"]
+    assert summary["counts"]["objects"]["installations"] == 1 and summary["counts"]["pods"]["tigera-operator"] >= 1
+    assert summary["counts"]["logs"] >= 1
+    for verb in ("get", "list"):
+        assert not can_i(cluster, user, verb, "secrets", "-n", "tigera-operator")
+    for verb, what in (("create", "configmaps"), ("patch", "daemonsets/kube-proxy"), ("delete", "pods")):
+        assert not can_i(cluster, user, verb, what, "-n", "kube-system")

@@ -169,6 +169,12 @@ def test_enable_ebpf_then_disable_ebpf_under_traffic(sw, record_property):
         out = c.in_node(node, "bpftool", "net", "show").stdout
         assert "cali" not in out and "tcx" not in out.split("tc:")[0], f"{node}: BPF programs left\n{out}"
     assert f"-d {svc_ip}/32" in _kube_proxy_rules(sw, sw.nodes[0]), "kube-proxy did not write its rules again"
+    # Felix kept kube-proxy's rules while both ran (bpfKubeProxyIptablesCleanupEnabled false: without it Felix on eBPF
+    # removed the rules of the kube-proxy that came back, which never wrote them again - every Service unanswered
+    # after the switch); the field is back to unset once no Felix runs on eBPF
+    felix = json.loads(c.kubectl("get", "felixconfigurations.crd.projectcalico.org", "default", "-o", "json").stdout)
+    assert "bpfKubeProxyIptablesCleanupEnabled" not in felix["spec"], felix["spec"]
+    assert not any(k.startswith("calico-ops.io/") for k in felix["metadata"].get("annotations") or {}), felix
 
 
 def test_the_documented_order_by_hand_side_by_side(sw, record_property):

@@ -326,6 +326,9 @@ class ControlPlane:
         kcm_crt, kcm_key = pki.issue("kcm", "system:kube-controller-manager")
         sched_crt, sched_key = pki.issue("scheduler", "system:kube-scheduler")
         kwok_crt, kwok_key = pki.issue("kwok", KWOK_USER, orgs=["system:masters"])
+        # kwok's kubelet endpoint (pod logs): the API server does not verify a kubelet's serving certificate here
+        # (no --kubelet-certificate-authority), as many clusters do not
+        kubelet_crt, kubelet_key = pki.issue("kwok-kubelet", "kwok-kubelet", server_ips=["127.0.0.1"], client=False)
         sa_key, sa_pub = pki.service_account_keys()
         ca = pki.ca_path
         kubeconfig = write_kubeconfig(self.run_dir / "admin.kubeconfig", server, ca, admin_crt, admin_key,
@@ -377,6 +380,9 @@ class ControlPlane:
             # renamed and a mark (an offset in it) would read nothing (AuditLog.events_since refuses that)
             f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}",
             "--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
+            # kubectl logs/exec reach a node's kubelet (kwok) by its InternalIP: never by its name, which the
+            # API server would look up in the host's DNS
+            "--kubelet-preferred-address-types=InternalIP",
             "--profiling=false", "--v=0"]]
         self._spawn("kube-apiserver", self.state["apiserver_cmd"])
         self._wait("kube-apiserver", lambda: self._https_ok(f"{server}/readyz"), timeout)
@@ -407,7 +413,8 @@ class ControlPlane:
         self._wait("kube-scheduler",
                    lambda: self._insecure_https_ok(f"https://127.0.0.1:{sched_port}/healthz"), timeout)
 
-        # kwok: simulated nodes (heartbeats) and pods (Running, ready)
+        # kwok: simulated nodes (heartbeats) and pods (Running, ready); its server is the nodes' kubelet endpoint
+        # (HTTPS on the port the nodes report), which serves pod logs from the Logs objects the pod runner writes
         kwok_port = free_port()
         kwok_args = [
             self.bins["kwok"], f"--kubeconfig={kwok_cfg}", "--manage-all-nodes=true",
@@ -415,7 +422,11 @@ class ControlPlane:
             # node leases as heartbeats: without them kwok's node status updates (every ~125s) exceed the
             # 120s grace period, nodes flap NotReady and the node lifecycle controller marks their pods NotReady
             "--node-lease-duration-seconds=40",
-            f"--server-address=127.0.0.1:{kwok_port}"]
+            f"--server-address=127.0.0.1:{kwok_port}", f"--node-port={kwok_port}",
+            f"--tls-cert-file={kubelet_crt}", f"--tls-private-key-file={kubelet_key}"]
+        if self._kwok_logs_crd(kubeconfig, timeout):
+            kwok_args.append("--enable-crds=Logs")
+        self.state["kwok_port"] = kwok_port
         if with_dataplane:
             # the data plane's pods become Ready from their readiness probes, not at once (dataplane.kwok_pod_stages)
             from .podrunner import probed_images
@@ -427,7 +438,7 @@ class ControlPlane:
                 log("kwok's pod stages were not found in the Go module cache: the data plane's pods are marked "
                     "Ready by kwok at once and set back by the pod runner until their readiness probes pass")
         self._spawn("kwok", kwok_args)
-        self._wait("kwok", lambda: self._http_ok(f"http://127.0.0.1:{kwok_port}/healthz"), timeout)
+        self._wait("kwok", lambda: self._insecure_https_ok(f"https://127.0.0.1:{kwok_port}/healthz"), timeout)
 
         # the `default` ServiceAccount (admission needs it before pods can be created)
         self._wait("kube-controller-manager", self._default_sa_exists, timeout)
@@ -447,6 +458,21 @@ class ControlPlane:
                                                         os.environ.get("PYTHONPATH", "")])})
         self._wait("podrunner", lambda: (self.run_dir / "pods" / "processes.json").exists(), timeout)
         self._save()
+
+    def _kwok_logs_crd(self, kubeconfig, timeout: float) -> bool:
+        """kwok's ``Logs`` CRD (from kwok's module in the Go module cache, not copied), Established: the pod runner
+        names each pod's log files in one. False (logs not served; said) when the module is not there."""
+        crd = build.kwok_module_dir() / "kustomize" / "crd" / "bases" / "kwok.x-k8s.io_logs.yaml"
+        if not crd.is_file():
+            log(f"kwok's Logs CRD was not found ({crd}): pod logs are not served on this control plane")
+            return False
+        kubectl = [self.bins["kubectl"], "--kubeconfig", str(kubeconfig)]
+        subprocess.run(kubectl + ["apply", "--server-side", "--field-manager=localcp", "-f", str(crd)],
+                       capture_output=True, text=True, check=True, timeout=timeout)
+        subprocess.run(kubectl + ["wait", "--for=condition=Established", f"--timeout={int(timeout)}s",
+                                  "crd/logs.kwok.x-k8s.io"], capture_output=True, text=True, check=True,
+                       timeout=timeout + 10)
+        return True
 
     def _node_network(self, timeout: float) -> None:
         octet = self.state["service_octet"]
@@ -486,6 +512,7 @@ class ControlPlane:
         self._save()
         dataplane.route_services(octet, self.state["dataplane"]["nodes"][out[0]["metadata"]["name"]])
         net = shapes.node_network(octet)
+        self._kubelet_forwarders(net, timeout)
         pki = self.run_dir / "pki"
         server = f"https://{net['address']}:{self.state['api_port']}"
         write_kubeconfig(Path(self.kubeconfig), server, pki / "ca.crt", pki / "admin.crt", pki / "admin.key",
@@ -493,6 +520,26 @@ class ControlPlane:
         self.state["node_server"] = server
         self._save()
         return out
+
+    def _kubelet_forwarders(self, net: dict, timeout: float) -> None:
+        """kube-apiserver reaches a node's kubelet endpoint (kwok's server: pod logs) at the node's InternalIP and the
+        port the nodes report. With a data plane those addresses are inside the nodes' namespaces: a forwarder there
+        passes the connection to this machine's side of the node network, and one here to kwok on 127.0.0.1."""
+        port = self.state.get("kwok_port")
+        if not port:
+            return
+        env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        forward = [sys.executable, "-m", "localcp.forward"]
+        self._spawn("kubelet-forwarder", forward + ["--listen", f"{net['address']}:{port}", "--to",
+                                                    f"127.0.0.1:{port}"], env=env)
+        for name, node in self.state["dataplane"]["nodes"].items():
+            self._spawn(f"kubelet-{name}", dataplane.enter(node["holder"], mount=False, uts=False) + forward + [
+                "--listen", f"{node['address']}:{port}", "--to", f"{net['address']}:{port}"], env=env)
+        for name, node in self.state["dataplane"]["nodes"].items():
+            self._wait(f"kubelet-{name}", lambda n=node: subprocess.run(
+                dataplane.enter(n["holder"], mount=False, uts=False) + [
+                    sys.executable, "-c", "import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 2)",
+                    n["address"], str(port)], capture_output=True, check=False).returncode == 0, timeout)
 
     def _kubeadm(self, timeout: float) -> None:
         net = shapes.node_network(self.state["service_octet"])

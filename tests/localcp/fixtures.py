@@ -291,6 +291,9 @@ class Ansible:
             # kwok's calico-node has no Felix that restarts onto eBPF: the install's readiness window after
             # bpfEnabled (roles/ebpf_install/tasks/rollout.yml, 100 s) would only wait. A test's own value wins.
             cmd += ["-e", f"{KWOK_FELIX_WINDOW_VAR}=0"]
+        # a job that fails leaves its diagnostics archive (roles/diagnostics, the playbooks' rescue) in the test's
+        # directory, not in the repository (the playbooks run from its root). A test's own value wins.
+        cmd += ["-e", f"diagnostics_dir={self.workdir / 'calico-diagnostics'}"]
         if extra_vars:
             vars_file = self.workdir / f"vars-{hashlib.sha1(json.dumps(extra_vars, sort_keys=True, default=str).encode()).hexdigest()[:10]}.json"
             vars_file.write_text(json.dumps(extra_vars, default=str))

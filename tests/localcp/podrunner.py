@@ -23,7 +23,8 @@ calico-typha inside their node's namespaces (``where="node"``), and wires pods t
 CNI plugin (podnet.py; ``where="pod"``: the agnhost netexec stand-in, and calico-apiserver there). What such a run
 does that a real host would not is written, one line each, at the top of the process's log (``_notes``).
 
-Logs: ``<run dir>/pods/<namespace>_<pod>_<container>.log``; ``<run dir>/pods/processes.json`` lists what runs
+Logs: ``<run dir>/pods/<namespace>_<pod>_<container>.log`` (with the runner's lines), and the process's output alone in
+the CRI format under ``pods/cri/``, which ``kubectl logs`` reads through kwok (``_ensure_logs_object``); ``<run dir>/pods/processes.json`` lists what runs
 (tests read it through ``localcp.fixtures.Cluster.processes``), ``pods/networks.json`` the pods' networks. The runner authenticates as ``localcp-podrunner``
 (its reads are left out of the audit log, like kwok's), so writes by the components are the components' own
 ServiceAccounts' in the audit log, never ``admin``.
@@ -358,6 +359,7 @@ class PodRunner:
         self.cni_setups: dict = {}  # node -> (calico-node pod uid, the CNI plugin's configuration)
         self._state_mtime = 0.0
         self.pods: dict = {}  # uid -> pod (pods with a container of a known component, or marked for a network)
+        self.logs_objects: set = set()  # pod uids whose kwok Logs object was made (_ensure_logs_object)
         self.lock = threading.Lock()
         self.wake = threading.Event()
         self.halt = threading.Event()
@@ -586,19 +588,60 @@ class PodRunner:
         # is not run here
         entry = proc.comp.entry(ctx, proc.binary) if proc.comp.entry else [proc.binary]
         argv = prefix + entry + args + proc.comp.extra_args(ctx)
-        logf = open(self.pods_dir / f"{meta['namespace']}_{meta['name']}_{c['name']}.log", "ab")
-        logf.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} start #{proc.restarts} {proc.label}: "
-                   f"{' '.join(argv)}\n".encode())
-        for line in self._notes(proc, env) + ctx.notes:
-            logf.write(f"==== {line}\n".encode())
-        logf.flush()
-        proc.popen = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        plain = self.pods_dir / f"{meta['namespace']}_{meta['name']}_{c['name']}.log"
+        with open(plain, "ab") as logf:
+            logf.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} start #{proc.restarts} {proc.label}: "
+                       f"{' '.join(argv)}\n".encode())
+            for line in self._notes(proc, env) + ctx.notes:
+                logf.write(f"==== {line}\n".encode())
+        self._ensure_logs_object(pod)
+        proc.popen = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       cwd=str(workdir), env=env, preexec_fn=_child_setup)
-        logf.close()
+        threading.Thread(target=_tee, args=(proc.popen.stdout, plain, self._cri_log(meta, c["name"])),
+                         name=f"log {proc.label}", daemon=True).start()
         proc.started = time.monotonic()
         proc.env = env
         self._probe_reset(proc)
         log(f"started {proc.label} ({proc.comp.name} {proc.tag}) pid {proc.popen.pid}")
+
+    # logs, as a kubelet's container runtime keeps them -------------------------------------------------------------
+
+    def _cri_log(self, meta, container) -> Path:
+        """The container's log in the CRI format a kubelet's runtime writes (what ``kubectl logs`` reads through
+        kwok: see ``_ensure_logs_object``): the process's output only, not the runner's ``====`` lines."""
+        return self.pods_dir / "cri" / f"{meta['namespace']}_{meta['name']}_{container}.log"
+
+    def _ensure_logs_object(self, pod) -> None:
+        """kwok serves ``GET .../pods/<pod>/log`` (kube-apiserver asks the node's kubelet endpoint, which is kwok's
+        server) from the files a ``Logs`` object (kwok.x-k8s.io/v1alpha1) names: one per pod, owned by it (the garbage
+        collector removes it with the pod), naming the CRI log of each of its containers. A container the runner does
+        not run has no file: kwok answers that it has none."""
+        meta = pod["metadata"]
+        if meta["uid"] in self.logs_objects:
+            return
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+        (self.pods_dir / "cri").mkdir(exist_ok=True)
+        names = [c["name"] for c in (pod["spec"].get("initContainers") or []) + pod["spec"]["containers"]]
+        body = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Logs",
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
+                                                  "uid": meta["uid"]}]},
+                "spec": {"logs": [{"containers": [n], "logsFile": str(self._cri_log(meta, n))} for n in names]}}
+        api = client.CustomObjectsApi(self.api_client)
+        try:
+            try:
+                api.create_namespaced_custom_object("kwok.x-k8s.io", "v1alpha1", meta["namespace"], "logs", body)
+            except ApiException as exc:
+                if exc.status != 409:  # the Logs of an earlier pod of the same name: this pod's now
+                    raise
+                api.patch_namespaced_custom_object("kwok.x-k8s.io", "v1alpha1", meta["namespace"], "logs",
+                                                   meta["name"], body)
+            self.logs_objects.add(meta["uid"])
+        except ApiException as exc:
+            log(f"no Logs object for {meta['namespace']}/{meta['name']} (kubectl logs will not show it): "
+                f"{exc.status} {exc.reason}")
+            self.logs_objects.add(meta["uid"])
 
     # readiness, as a kubelet's prober workers ------------------------------------------------------------------
 
@@ -1109,6 +1152,22 @@ class PodRunner:
         for net in self.networks.values():  # the nodes' namespaces go next (ControlPlane.stop): no CNI DEL
             _stop(net["holder"])
         self._write_status()
+
+
+def _tee(stream, plain: Path, cri: Path) -> None:
+    """Copy a process's output to its plain log and to its CRI log (``<RFC 3339 time> stdout F <line>``, the
+    format of a container runtime's log files, which is what kwok's log server reads)."""
+    from datetime import datetime, timezone
+    try:
+        with open(plain, "ab", buffering=0) as out, open(cri, "ab", buffering=0) as cri_out:
+            for line in iter(stream.readline, b""):
+                out.write(line)
+                stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ").encode()
+                cri_out.write(stamp + b" stdout F " + line.rstrip(b"\n") + b"\n")
+    except (OSError, ValueError):
+        pass  # the run directory went (the control plane stopped)
+    finally:
+        stream.close()
 
 
 def _child_setup():

@@ -117,6 +117,7 @@ MODULE_PARAMS = {
                                 "label_conflicts", "wait_timeout", "poll_interval", "record_namespace", "record_path",
                                 "report_limit", "kubeconfig"],
     "ebpf_preflight_info": ["platform", "ignore", "kubeconfig"],
+    "diagnostics_archive": ["path", "namespaces", "log_lines", "workers", "kubeconfig"],
 }
 
 

@@ -336,6 +336,19 @@ CASES = [
     ("datastore-migration-record-namespace-missing", "role:datastore_migration",
      {"datastore_migration_record_namespace": "no-such-namespace"},
      r"datastore_migration_record_namespace: the record namespace 'no-such-namespace' does not exist"),
+    # -- issue 39: the diagnostics archive, refused before anything is read or written ------------------------------
+    ("diagnostics-negative-log-lines", "role:diagnostics",
+     {"diagnostics_log_lines": -1, "diagnostics_path": "{workdir}/diag.tar.gz"},
+     r"^diagnostics_log_lines: 0 \(no logs\) to 100000 lines per container, got -1; nothing was collected$"),
+    ("diagnostics-no-namespace", "role:diagnostics",
+     {"diagnostics_namespaces": [], "diagnostics_path": "{workdir}/diag.tar.gz"},
+     r"^diagnostics_namespaces: a list of namespace names is needed, got \[\]; nothing was collected$"),
+    ("diagnostics-path-under-a-file", "role:diagnostics", {"diagnostics_path": "{a_file}/diag.tar.gz"},
+     r"^diagnostics_path: the archive .*/diag.tar.gz cannot be created: .* is not a directory; nothing was collected$"),
+    ("diagnostics-path-not-an-archive", "role:diagnostics", {"diagnostics_path": "{workdir}/diag.zip"},
+     r"^diagnostics_path: .*/diag.zip must end in .tar.gz or .tgz"),
+    ("diagnostics-module-too-many-log-lines", "module:diagnostics_archive",
+     {"path": "{workdir}/diag.tar.gz", "log_lines": 200000}, r"^log_lines: 0 \(no logs\) to 100000"),
 ]
 
 CASE_IDS = [c[0] for c in CASES]

@@ -46,6 +46,7 @@ BASE = {
     # calicoctl is never reached: the first read is calico-node's DaemonSet
     "datastore_migration_info": {"calicoctl": "TMP/calicoctl", "etcd_config": "TMP/calicoctl-etcd.cfg",
                                  "namespace": "NS"},
+    "diagnostics_archive": {"path": "TMP/diag.tar.gz", "namespaces": ["NS"]},
     "ebpf_host_preflight_info": {},
     "ebpf_preflight_info": {},
     "field_ownership": {"objects": [{"apiVersion": "v1", "kind": "ConfigMap",
@@ -79,6 +80,7 @@ SCENARIOS = {
         "controller_files": FILE_ONLY,
         "custom_resources": FILE_ONLY,
         "datastore_migration_info": ({}, "daemonsets.apps NS/calico-node"),
+        "diagnostics_archive": ({}, "TMP/diag.tar.gz"),
         "ebpf_host_preflight_info": FILE_ONLY,
         "ebpf_preflight_info": ({}, "nodes"),
         "field_ownership": ({}, "ConfigMap NS/owned"),
@@ -100,6 +102,8 @@ SCENARIOS = {
         "controller_files": FILE_ONLY,
         "custom_resources": FILE_ONLY,
         "datastore_migration_info": ({}, "daemonsets.apps NS/calico-node"),
+        "diagnostics_archive": "collected when something is already wrong: a read it may not make is written down in "
+                               "the archive (summary.json, problems), not a failure",
         "ebpf_host_preflight_info": FILE_ONLY,
         "ebpf_preflight_info": ({}, "nodes"),
         "field_ownership": ({}, "configmaps NS/owned"),
@@ -122,6 +126,8 @@ SCENARIOS = {
         "custom_resources": ({"src": "TMP/missing.yaml"}, "TMP/missing.yaml", "cannot read"),  # a file's 404
         "datastore_migration_info": "reads only: a missing calico-node, CRD or record is a finding (plan refuse, "
                                     "held nothing, no record), not a failure",
+        "diagnostics_archive": "reads only: a missing object, type or namespace is written down in the archive, not "
+                               "a failure",
         "ebpf_host_preflight_info": FILE_ONLY,
         "ebpf_preflight_info": "lists nodes and kube-system objects: no object it needs by name",
         "field_ownership": "an absent object has nothing to hand over: counted absent, not a failure",
@@ -149,6 +155,7 @@ SCENARIOS = {
         "controller_files": FILE_ONLY,
         "custom_resources": FILE_ONLY,
         "datastore_migration_info": "reads only: a read never conflicts",
+        "diagnostics_archive": "reads only: a read never conflicts",
         "ebpf_host_preflight_info": FILE_ONLY,
         "ebpf_preflight_info": "reads only: a read never conflicts",
         "field_ownership": "a 409 (managedFields changed meanwhile) is read again and retried, by design",

@@ -37,6 +37,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -124,6 +125,7 @@ def plant():
         "merge_patch Secret patch": s("merge-patch-data"),
         "owner_references Secret dependent": s("dependent"),
         "bad token": s("bad-token"),
+        "pod environment token": s("pod-env-token"),
     }
 
 
@@ -206,6 +208,13 @@ def world(cluster, namespace, tmp_path):
             "ownerReferences": [{"apiVersion": "%s/v1" % OWNER_GROUP, "kind": "Owner", "name": "owner",
                                  "uid": owner["metadata"]["uid"]}]},
         "stringData": {"token": secrets["owner_references Secret dependent"]}}))
+    # a pod whose container has a credential in its environment (a literal value): diagnostics_archive lists the
+    # namespace's pods into its archive, and must mask it
+    cluster.kubectl("create", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "holds-a-token", "namespace": namespace},
+        "spec": {"nodeName": "no-such-node", "containers": [{
+            "name": "app", "image": "registry.k8s.io/pause:3.10",
+            "env": [{"name": "APP_API_TOKEN", "value": secrets["pod environment token"]}]}]}}))
     sa = "sentinel-%s" % uuid.uuid4().hex[:6]
     cluster.kubectl("-n", namespace, "create", "serviceaccount", sa)
     cluster.kubectl("create", "clusterrolebinding", sa, "--clusterrole=cluster-admin",
@@ -298,16 +307,20 @@ def modules_play(w, workdir, error=False, readers=True):
         {"name": "objects_info: the Secrets, listed and by name", "calico_ops.lifecycle.objects_info": {
             "objects": [{"api_version": "v1", "kind": "Secret", "namespace": ns},
                         {"api_version": "v1", "kind": "Secret", "namespace": ns, "name": "patched"}]}},
+        {"name": "diagnostics_archive: the namespace's pods (one with a token in its environment) and events",
+         "calico_ops.lifecycle.diagnostics_archive": {
+             "path": str(workdir / "diagnostics" / "diag.tar.gz"), "namespaces": [ns], "log_lines": 50,
+             "reason": "failed with the bearer token %s" % s["bearer token"]}},
         {"name": "host_endpoint_migration", "calico_ops.lifecycle.host_endpoint_migration": {
             "state": "migrated", "record_namespace": ns, "wait_timeout": 5,
             "record_path": str(workdir / "records" / "host-endpoints.json")}},
     ]
     if not readers:
-        tasks = tasks[:-10]
+        tasks = tasks[:-11]
     if error:
         # owner_references and the modules that only read: the API server not reached, or a bearer token it
         # refuses (401)
-        for task in tasks[-12:]:
+        for task in tasks[-13:]:
             args = list(task.values())[1]
             if task["name"] == "calico_facts":
                 args.update(api_key=s["bad token"])
@@ -319,6 +332,18 @@ def modules_play(w, workdir, error=False, readers=True):
     tasks.append({"name": "Registered results", "ansible.builtin.debug": {
         "msg": "{{ [%s] }}" % ", ".join(sorted(set(t["register"] for t in tasks)))}})
     return [{"name": "Every module", "hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+
+
+def unpacked(workdir):
+    """The files of every archive written under ``workdir`` (diagnostics_archive's gzipped tars), unpacked beside
+    it so that the search reads them: a compressed file hides what it holds."""
+    out = []
+    for archive in Path(workdir).rglob("*.tar.gz"):
+        target = archive.parent / (archive.name + ".unpacked")
+        with tarfile.open(archive) as tar:
+            tar.extractall(target, filter="data")
+        out += [str(p) for p in target.rglob("*") if p.is_file()]
+    return out
 
 
 def omit_file(workdir):
@@ -361,7 +386,7 @@ def test_every_module_in_every_mode(cluster, world, tmp_path):
         tasks = [t for p in data["plays"] for t in p["tasks"]]
         assert len(tasks) >= (20 if readers else 11), [t["task"]["name"] for t in tasks]
         texts.extend(found)
-        written.extend(files_under(workdir))
+        written.extend(files_under(workdir) + unpacked(workdir))
 
     # the writes first; then check mode (the writers: the modules that only read do the same in check mode) and
     # the error run side by side
@@ -375,6 +400,9 @@ def test_every_module_in_every_mode(cluster, world, tmp_path):
                                      "json").stdout)
     assert base64.b64decode(got["data"]["token"]).decode() == secrets["manifest Secret data"]
     assert any(p.endswith("upgrade.yaml") for p in written), written
+    # the diagnostics archive held the namespace's pods, the one with a token in its environment among them
+    pods = [p for p in written if p.endswith("/namespaces/%s/pods.json" % world["namespace"])]
+    assert pods and "holds-a-token" in Path(pods[0]).read_text(), written
     assert any("owner-refs.json" in p for p in written), written
     texts += record_configmaps(cluster, world["namespace"])
     found = leaks(texts, written, secrets)
@@ -434,7 +462,7 @@ def test_every_playbook_in_check_diff_vvvv(cluster, world, tmp_path, enterprise_
             found, data = channels(name, proc)
             assert data, "%s: no JSON output\n%s\n%s" % (name, proc.stdout[-3000:], proc.stderr[-3000:])
             texts += found
-            written += files_under(workdir)
+            written += files_under(workdir) + unpacked(workdir)
             ran[name] = [t["task"]["name"] for p in data["plays"] for t in p["tasks"]
                          if not all(h.get("skipped") for h in t["hosts"].values())]
     assert len(ran) >= 8, sorted(ran)
@@ -468,6 +496,7 @@ PATCH_PARTS = ("plugins/modules/merge_patch.py",
 API_QUOTES = ("plugins/module_utils/k8s/errors.py",
               'detail = redact_api_message(api_message(body), secret="/secrets" in (path or "").split("?")[0])',
               "detail = api_message(body)")
+DIAGNOSTICS_ENV = ("plugins/module_utils/diagnostics/rules.py", "    _walk_containers(value)\n", "")
 UPGRADE_DOCS = ("plugins/module_utils/upgrade/manifest.py",
                 'shown["data"] = dict((k, REDACTED) for k in new["data"])', 'shown["data"] = dict(new["data"])')
 MUTANTS = [
@@ -478,13 +507,16 @@ MUTANTS = [
     ("merge-patch-secret-parts", [PATCH_PARTS], ["diff"], "any", "merge_patch Secret patch", True),
     ("api-error-quotes", [API_QUOTES], ["diff", "error"], "any", "merge_patch Secret", True),
     ("upgrade-manifest-documents", [UPGRADE_DOCS], ["diff"], "any", "etcd key", True),
+    # the diagnostics archive (unpacked for the search): a pod's credential-named environment value
+    ("diagnostics-pod-environment", [DIAGNOSTICS_ENV], ["readers"], "any", "pod environment token", True),
     # the known values of the module's secret options (every form: base64 too) are a second layer under the
     # rules above: with the Secret rules of the results gone, it alone keeps the etcd key (base64 in the returned
     # documents) out of the results; without it as well, the key is there
     ("known-values-alone-keep-the-key-out", [SECRET_DATA, UPGRADE_DOCS], ["diff"], "results", "etcd key", False),
     ("known-values-in-text", [SECRET_DATA, UPGRADE_DOCS, KNOWN_VALUES], ["diff"], "results", "etcd key", True),
 ]
-MODE_ARGS = {"diff": ["--diff", "-vvvv"], "check": ["--check", "--diff", "-vvvv"], "error": ["--diff", "-vvvv"]}
+MODE_ARGS = {"diff": ["--diff", "-vvvv"], "check": ["--check", "--diff", "-vvvv"], "error": ["--diff", "-vvvv"],
+             "readers": ["--diff", "-vvvv"]}  # readers: the diff run with the modules that only read
 
 
 def mutated_collection(root, edits):
@@ -516,8 +548,8 @@ def test_the_sentinel_search_fails_when_a_redaction_is_removed(cluster, world, t
         workdir = tmp_path / mode
         workdir.mkdir()
         play = tmp_path / ("%s-play.yml" % mode)
-        play.write_text(yaml.safe_dump(modules_play(world, workdir, error=mode == "error", readers=mode == "error"),
-                                       sort_keys=False))
+        play.write_text(yaml.safe_dump(modules_play(world, workdir, error=mode == "error",
+                                                    readers=mode in ("error", "readers")), sort_keys=False))
         proc = run_playbook(play, workdir, env, {}, MODE_ARGS[mode])
         texts, data = channels("modules --%s (%s)" % (mode, name), proc)
         assert data, "no JSON output\n%s\n%s" % (proc.stdout[-3000:], proc.stderr[-3000:])
@@ -525,7 +557,7 @@ def test_the_sentinel_search_fails_when_a_redaction_is_removed(cluster, world, t
             texts = [t for t in texts if ": result of " in t[0]]
             found += leaks(texts, [], secrets)
         else:
-            found += leaks(texts, files_under(workdir), secrets)
+            found += leaks(texts, files_under(workdir) + unpacked(workdir), secrets)
     hits = [where_ for where_, which in found if which == secret]
     if must_leak:
         assert hits, "with %s removed the search found no %r (found: %s)" % (name, secret, found)

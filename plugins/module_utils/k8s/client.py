@@ -125,8 +125,9 @@ class Client(object):
 
     # -- transport -------------------------------------------------------------------------------
 
-    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False, accept=None, what=None):
-        """Send one request; return the decoded JSON body (or None); raise ClientError.
+    def request(self, method, path, body=None, query=None, content_type=None, dry_run=False, accept=None, what=None,
+                raw=False):
+        """Send one request; return the decoded JSON body (or None; ``raw``: the body's text); raise ClientError.
 
         ``dry_run=True`` marks a server-side dry run (``dryRun=All`` is forced): it persists nothing, so it
         is allowed in check mode. ``accept``: the Accept header (default ``application/json``). ``what``: the
@@ -166,8 +167,8 @@ class Client(object):
         if not data:
             return None
         if isinstance(data, bytes):
-            data = data.decode("utf-8")
-        return json.loads(data)
+            data = data.decode("utf-8", "replace")
+        return data if raw else json.loads(data)
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -210,6 +211,10 @@ class Client(object):
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items
+
+    def text(self, path, query=None):
+        """The text a GET of ``path`` answers (a pod's log: ``.../pods/<name>/log``), or ``""``."""
+        return self.request("GET", path, query=query, accept="text/plain, */*", raw=True) or ""
 
     def list_or_none(self, api_version, plural, **kwargs):
         """Like list(), but None when the type is not served (404)."""

@@ -20,13 +20,14 @@ RECORD_LABEL = "lifecycle.calico-ops.io/record"
 
 
 def atomic_write(path, text):
-    """Write ``text`` to ``path`` so that a reader sees the old or the new content, never a mix."""
+    """Write ``text`` (str, or bytes) to ``path`` so that a reader sees the old or the new content, never a mix; the
+    file is 0600 from the moment it exists (``mkstemp``), a missing directory is made 0700."""
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o700)
     fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -88,26 +88,28 @@ def _read_only(path):
         return False
 
 
-def check_file(path, names=None, given=True):
-    """The line of what stops the record file ``path`` from being written, or None. Writes nothing."""
+def check_file(path, names=None, given=True, what="the record file"):
+    """The line of what stops the file ``path`` (``what``: the record file, an archive) from being written, or None.
+    Writes nothing."""
     names = names or variable_names()
     path = os.path.abspath(os.path.expanduser(path))
     hint = "" if given else " (the default path; set %s to another)" % names["path"]
     if os.path.isdir(path):
-        return "%s: %s is a directory, not a file for the record%s" % (names["path"], path, hint)
+        return "%s: %s is a directory, not a file for %s%s" % (
+            names["path"], path, "the record" if what == "the record file" else what, hint)
     if os.path.lexists(path):
         if not os.path.isfile(path):
             return "%s: %s exists and is not a regular file%s" % (names["path"], path, hint)
         if not os.access(path, os.W_OK) or _read_only(path):
-            return "%s: the record file %s is not writable by this process%s" % (names["path"], path, hint)
+            return "%s: %s %s is not writable by this process%s" % (names["path"], what, path, hint)
         return None
     anchor = _nearest_existing(os.path.dirname(path))
     if not os.path.isdir(anchor):
-        return ("%s: the record file %s cannot be created: %s is not a directory%s"
-                % (names["path"], path, anchor, hint))
+        return ("%s: %s %s cannot be created: %s is not a directory%s"
+                % (names["path"], what, path, anchor, hint))
     if not os.access(anchor, os.W_OK | os.X_OK) or _read_only(anchor):
-        return ("%s: the record file %s cannot be created: %s is not writable by this process%s"
-                % (names["path"], path, anchor, hint))
+        return ("%s: %s %s cannot be created: %s is not writable by this process%s"
+                % (names["path"], what, path, anchor, hint))
     return None
 
 

@@ -26,7 +26,14 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client im
 
 class _Resp(object):
     def __init__(self, data):
-        self.data = json.dumps(data).encode("utf-8") if data is not None else b""
+        if isinstance(data, _Text):
+            self.data = data.encode("utf-8")
+        else:
+            self.data = json.dumps(data).encode("utf-8") if data is not None else b""
+
+
+class _Text(str):
+    """A body that is text, not JSON (a pod's log)."""
 
 
 def _error(status, reason, message):
@@ -47,6 +54,7 @@ class FakeDynamic(object):
         self.accepts = []      # (method, path, Accept header)
         self.before_write = None
         self.on_dry_apply = None  # (live object, applied body) -> the dry run's answer
+        self.logs = {}  # (namespace, pod, container) -> the log's text; a missing one is a 400 as the API server's
         self.rv = 100
 
     # -- setup -------------------------------------------------------------------------------------
@@ -104,10 +112,23 @@ class FakeDynamic(object):
         self.accepts.append((method, path, accept))
         if method != "GET" and self.before_write is not None:
             self.before_write(method, path, body)
+        if method == "GET" and path.endswith("/log"):
+            return _Resp(self._log(path, query))
         out = self._handle(method, path, body, query, params.get("content_type"))
         if "as=PartialObjectMetadata" in accept and isinstance(out, dict):  # any verb, as the API server
             out = self._metadata_only(out)
         return _Resp(out)
+
+    def _log(self, path, query):
+        """``GET .../pods/<name>/log?container=&tailLines=``: the last lines of a log set in ``logs``."""
+        parts = path.strip("/").split("/")
+        namespace, pod = parts[3], parts[5]
+        key = (namespace, pod, query.get("container"))
+        if key not in self.logs:
+            raise _error(400, "Bad Request", "container %s of pod %s is not available" % (key[2], pod))
+        lines = self.logs[key].splitlines(True)
+        tail = int(query.get("tailLines") or 0)
+        return _Text("".join(lines[-tail:] if tail else lines))
 
     @staticmethod
     def _metadata_only(out):
