@@ -276,7 +276,8 @@ def test_every_job_template_is_run_by_a_test_here(templates):
     covered = {"playbooks/preflight.yml", "playbooks/services_endpoint.yml", "playbooks/kube_proxy.yml",
                "playbooks/install_ebpf.yml", "playbooks/enable_ebpf.yml", "playbooks/owner_references.yml",
                "playbooks/migrate_host_endpoints.yml", "playbooks/upgrade.yml", "playbooks/disable_ebpf.yml",
-               "playbooks/migrate_datastore.yml", "playbooks/migrate_to_operator.yml"}
+               "playbooks/migrate_datastore.yml", "playbooks/migrate_to_operator.yml",
+               "playbooks/collect_diagnostics.yml"}
     assert set(templates) == covered
 
 
@@ -318,6 +319,22 @@ def test_preflight_job(cluster, awx_job):
             if (e.get("userAgent") or "").startswith(("OpenAPI-Generator", "calico-ops/"))] == []
     assert any((e.get("userAgent") or "").startswith("calico-ops/")
                for e in cluster.audit.events_since(job.mark, users=(SA_USER,)))
+
+
+def test_collect_diagnostics_job(cluster, awx_job, tmp_path):
+    """The diagnostics template's job: the archive in the directory its survey names (a volume the execution
+    environment keeps), 0600, read-only, with nothing forbidden to the ServiceAccount of docs/rbac.yml."""
+    where = tmp_path / "kept"
+    job = awx_job("playbooks/collect_diagnostics.yml", {"diagnostics_dir": str(where), "diagnostics_log_lines": 20})
+    job.assert_successful()
+    assert "diagnostics" in job.role_tasks()
+    summary = job.artifacts["calico_diagnostics"]
+    archives = sorted(where.glob("calico-diagnostics-*.tar.gz"))
+    assert [str(a) for a in archives] == [summary["path"]], (archives, summary)
+    assert stat.S_IMODE(archives[0].stat().st_mode) == 0o600 and summary["size"] == archives[0].stat().st_size
+    assert not [p for p in summary["problems"] if "forbidden" in p.lower()], summary["problems"]
+    assert writes_by_the_service_account(cluster, job) == []
+    assert cluster.audit.reads_since(job.mark, users=(SA_USER,))
 
 
 @pytest.fixture
@@ -400,9 +417,16 @@ def test_install_then_enable_jobs(cluster, kube_proxy_daemonset, awx_job):
     assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables"
     ds = json.loads(cluster.kubectl("get", "daemonset", "kube-proxy", "-n", "kube-system", "-o", "json").stdout)
     assert "non-calico" not in (ds["spec"]["template"]["spec"].get("nodeSelector") or {})
+    # Felix told to keep kube-proxy's rules first; with ebpf_rollback_wait false the role does not wait for calico-node
+    # to leave eBPF, so the field stays false with its record (a run with the wait puts it back), and says so
     assert [(w["objectRef"]["resource"], w["objectRef"]["name"]) for w in writes_by_the_service_account(cluster, job)
             if w["verb"] == "patch" and "dryRun=" not in w.get("requestURI", "")] == [
-        ("daemonsets", "kube-proxy"), ("installations", "default")]
+        ("felixconfigurations", "default"), ("daemonsets", "kube-proxy"), ("installations", "default")]
+    felix = json.loads(cluster.kubectl("get", "felixconfigurations.crd.projectcalico.org", "default", "-o",
+                                       "json").stdout)
+    assert felix["spec"]["bpfKubeProxyIptablesCleanupEnabled"] is False
+    assert felix["metadata"]["annotations"]["calico-ops.io/kube-proxy-iptables-cleanup-before"] == "unset"
+    assert "run this again with ebpf_rollback_wait true to restore it" in job.stdout
     summary = job.artifacts["calico_ebpf_rollback"]
     assert summary["rolled_back"] is True and summary["platform"] == "kubeadm", summary
 

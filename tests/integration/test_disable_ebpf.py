@@ -279,7 +279,7 @@ def test_a_rollback_that_fails_after_its_writes_leaves_a_diagnostics_archive(cal
                     "--from-literal=token=" + sentinel)
     cluster.kubectl("create", "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "holds-a-token", "namespace": "calico-system"},
-        "spec": {"nodeName": "no-such-node", "containers": [{
+        "spec": {"containers": [{
             "name": "app", "image": "registry.k8s.io/pause:3.10",
             "env": [{"name": "APP_API_TOKEN", "value": sentinel + "-env"}]}]}}))
     where = tmp_path / "support"

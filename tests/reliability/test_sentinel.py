@@ -212,7 +212,7 @@ def world(cluster, namespace, tmp_path):
     # namespace's pods into its archive, and must mask it
     cluster.kubectl("create", "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "holds-a-token", "namespace": namespace},
-        "spec": {"nodeName": "no-such-node", "containers": [{
+        "spec": {"containers": [{
             "name": "app", "image": "registry.k8s.io/pause:3.10",
             "env": [{"name": "APP_API_TOKEN", "value": secrets["pod environment token"]}]}]}}))
     sa = "sentinel-%s" % uuid.uuid4().hex[:6]
