@@ -283,20 +283,21 @@ def test_a_rollback_that_fails_after_its_writes_leaves_a_diagnostics_archive(cal
             "name": "app", "image": "registry.k8s.io/pause:3.10",
             "env": [{"name": "APP_API_TOKEN", "value": sentinel + "-env"}]}]}}))
     where = tmp_path / "support"
-    # TigeraStatus cannot be Available within a second of the switch: the job fails in its monitor phase, after the
-    # FelixConfiguration, the kube-proxy DaemonSet and the Installation were written
+    # a TigeraStatus component that never reports: the job fails in its monitor phase, after the FelixConfiguration,
+    # the kube-proxy DaemonSet and the Installation were written
     res = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(
-        ebpf_rollback_timeout=1, ebpf_rollback_poll_interval=1, diagnostics_dir=str(where),
-        diagnostics_log_lines=50), callback="default")
+        ebpf_rollback_timeout=6, ebpf_rollback_poll_interval=2, diagnostics_dir=str(where),
+        ebpf_rollback_tigerastatus_expected=["calico", "never-reported"], diagnostics_log_lines=50),
+        callback="default")
     assert res.rc != 0, res.stdout[-3000:]
     last = [line for line in res.stdout.splitlines() if "diagnostics archive: " in line]
-    assert last and "TigeraStatus" in last[-1], res.stdout[-4000:]
+    assert last and "never-reported" in last[-1], res.stdout[-4000:]
     path = re.search(r"diagnostics archive: (\S+?\.tar\.gz)", last[-1]).group(1)
     assert os.path.dirname(path) == str(where)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     files = _archive(path)
     summary = json.loads(files["summary.json"])
-    assert summary["job"] == "disable_ebpf" and "TigeraStatus" in summary["reason"], summary
+    assert summary["job"] == "disable_ebpf" and "never-reported" in summary["reason"], summary
     # what support asks for
     inst = json.loads(files["objects/installations.json"])["items"][0]
     assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables"

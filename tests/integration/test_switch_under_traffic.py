@@ -60,14 +60,17 @@ def sw(tmp_path_factory):
     # behind a 30 s readiness period, so a third node would add half a minute to each of the six switches
     cp.start(node_specs=default_specs(2), shape="kubeadm", with_dataplane=True)
     cluster = Cluster(cp)
+    work = tmp_path_factory.mktemp("switch")
     try:
-        work = tmp_path_factory.mktemp("switch")
         s = Switches(cluster, work / "probes")
         s.ansible = Ansible(cluster, work)
         s.install_iptables()
         s.deploy()
         yield s
     finally:
+        # what the components said, kept beside the probes (pytest keeps the last runs' directories): a switch that
+        # failed under load in CI is read from them, the control plane's own directory being removed
+        cp.keep_logs(work / "logs")
         cp.stop(remove_dir=not os.environ.get("KEEP"))
 
 

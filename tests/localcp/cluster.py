@@ -591,6 +591,19 @@ class ControlPlane:
 
     # -- stop --------------------------------------------------------------------------------------
 
+    def keep_logs(self, dest: Path, tail_bytes: int = 2 << 20) -> None:
+        """Copy the last ``tail_bytes`` of each log of the run directory (the components', the pod runner's and the
+        pods' processes') into ``dest``, before ``stop`` removes the directory. Never fails."""
+        try:
+            dest = Path(dest)
+            dest.mkdir(parents=True, exist_ok=True)
+            for log_file in list(self.run_dir.glob("*.log")) + list((self.run_dir / "pods").glob("*.log")):
+                with open(log_file, "rb") as f:
+                    f.seek(max(0, log_file.stat().st_size - tail_bytes))
+                    (dest / log_file.name).write_bytes(f.read())
+        except OSError as exc:
+            log(f"the logs were not kept: {exc}")
+
     def stop(self, remove_dir: bool = True) -> None:
         pids = dict(self.state.get("pids") or {})
         for name, proc in self.procs.items():

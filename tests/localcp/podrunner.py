@@ -24,7 +24,8 @@ CNI plugin (podnet.py; ``where="pod"``: the agnhost netexec stand-in, and calico
 does that a real host would not is written, one line each, at the top of the process's log (``_notes``).
 
 Logs: ``<run dir>/pods/<namespace>_<pod>_<container>.log`` (with the runner's lines), and the process's output alone in
-the CRI format under ``pods/cri/``, which ``kubectl logs`` reads through kwok (``_ensure_logs_object``); ``<run dir>/pods/processes.json`` lists what runs
+the CRI format under ``pods/cri/`` (copied from the first as it grows: ``follow_logs``), which ``kubectl logs`` reads
+through kwok (``_ensure_logs_object``); ``<run dir>/pods/processes.json`` lists what runs
 (tests read it through ``localcp.fixtures.Cluster.processes``), ``pods/networks.json`` the pods' networks. The runner authenticates as ``localcp-podrunner``
 (its reads are left out of the audit log, like kwok's), so writes by the components are the components' own
 ServiceAccounts' in the audit log, never ``admin``.
@@ -360,6 +361,7 @@ class PodRunner:
         self._state_mtime = 0.0
         self.pods: dict = {}  # uid -> pod (pods with a container of a known component, or marked for a network)
         self.logs_objects: set = set()  # pod uids whose kwok Logs object was made (_ensure_logs_object)
+        self.log_copies: dict = {}  # plain log -> (its CRI copy, the offset copied up to): _follow_logs
         self.lock = threading.Lock()
         self.wake = threading.Event()
         self.halt = threading.Event()
@@ -589,16 +591,20 @@ class PodRunner:
         entry = proc.comp.entry(ctx, proc.binary) if proc.comp.entry else [proc.binary]
         argv = prefix + entry + args + proc.comp.extra_args(ctx)
         plain = self.pods_dir / f"{meta['namespace']}_{meta['name']}_{c['name']}.log"
-        with open(plain, "ab") as logf:
-            logf.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} start #{proc.restarts} {proc.label}: "
-                       f"{' '.join(argv)}\n".encode())
-            for line in self._notes(proc, env) + ctx.notes:
-                logf.write(f"==== {line}\n".encode())
+        logf = open(plain, "ab")
+        logf.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} start #{proc.restarts} {proc.label}: "
+                   f"{' '.join(argv)}\n".encode())
+        for line in self._notes(proc, env) + ctx.notes:
+            logf.write(f"==== {line}\n".encode())
+        logf.flush()
         self._ensure_logs_object(pod)
-        proc.popen = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        # the process writes into its log file itself (never through a pipe the runner would have to keep up with:
+        # a component must not wait on the harness); the CRI copy follows the file (_follow_logs)
+        with self.lock:
+            self.log_copies[str(plain)] = (self._cri_log(meta, c["name"]), logf.tell())
+        proc.popen = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       cwd=str(workdir), env=env, preexec_fn=_child_setup)
-        threading.Thread(target=_tee, args=(proc.popen.stdout, plain, self._cri_log(meta, c["name"])),
-                         name=f"log {proc.label}", daemon=True).start()
+        logf.close()
         proc.started = time.monotonic()
         proc.env = env
         self._probe_reset(proc)
@@ -642,6 +648,31 @@ class PodRunner:
             log(f"no Logs object for {meta['namespace']}/{meta['name']} (kubectl logs will not show it): "
                 f"{exc.status} {exc.reason}")
             self.logs_objects.add(meta["uid"])
+
+    def follow_logs(self) -> None:
+        """Every half second, the lines the processes added to their logs since, appended to the CRI copies
+        (``<RFC 3339 time> stdout F <line>``, a container runtime's format, which kwok's log server reads)."""
+        from datetime import datetime, timezone
+        while not self.halt.wait(0.5):
+            with self.lock:
+                copies = dict(self.log_copies)
+            for plain, (cri, offset) in copies.items():
+                try:
+                    with open(plain, "rb") as f:
+                        f.seek(offset)
+                        data = f.read(4 << 20)
+                    end = data.rfind(b"\n") + 1
+                    if not end:
+                        continue
+                    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ").encode() + b" stdout F "
+                    lines = data[:end].split(b"\n")[:-1]
+                    with open(cri, "ab") as out:
+                        out.write(b"".join(stamp + line + b"\n" for line in lines))
+                except OSError:
+                    continue  # the run directory went (the control plane stopped)
+                with self.lock:
+                    if self.log_copies.get(plain, (None,))[0] == cri:
+                        self.log_copies[plain] = (cri, offset + end)
 
     # readiness, as a kubelet's prober workers ------------------------------------------------------------------
 
@@ -1139,6 +1170,7 @@ class PodRunner:
     def run(self) -> None:
         threading.Thread(target=self.watch, daemon=True).start()
         threading.Thread(target=self.probe_loop, daemon=True).start()
+        threading.Thread(target=self.follow_logs, daemon=True).start()
         log(f"running; components {[c.name for c in COMPONENTS]}")
         while not self.halt.is_set():
             try:
@@ -1152,22 +1184,6 @@ class PodRunner:
         for net in self.networks.values():  # the nodes' namespaces go next (ControlPlane.stop): no CNI DEL
             _stop(net["holder"])
         self._write_status()
-
-
-def _tee(stream, plain: Path, cri: Path) -> None:
-    """Copy a process's output to its plain log and to its CRI log (``<RFC 3339 time> stdout F <line>``, the
-    format of a container runtime's log files, which is what kwok's log server reads)."""
-    from datetime import datetime, timezone
-    try:
-        with open(plain, "ab", buffering=0) as out, open(cri, "ab", buffering=0) as cri_out:
-            for line in iter(stream.readline, b""):
-                out.write(line)
-                stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ").encode()
-                cri_out.write(stamp + b" stdout F " + line.rstrip(b"\n") + b"\n")
-    except (OSError, ValueError):
-        pass  # the run directory went (the control plane stopped)
-    finally:
-        stream.close()
 
 
 def _child_setup():
