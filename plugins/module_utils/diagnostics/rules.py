@@ -106,7 +106,8 @@ def redact(value):
 def _walk_containers(value):
     if isinstance(value, dict):
         for key in ("containers", "initContainers", "ephemeralContainers"):
-            for container in value.get(key) or [] if isinstance(value.get(key), list) else []:
+            listed = value.get(key)
+            for container in listed if isinstance(listed, list) else ():
                 if isinstance(container, dict):
                     _redact_env(container)
         for item in value.values():
