@@ -34,7 +34,7 @@ from calico_support import (CalicoNodeStandIn, Install, get, image_tag, nudge_cr
                             remove_operator_install, wipe_calico)
 from kube_controllers import (METRICS_OFF, KubeControllers, calico_crd_docs,  # noqa: E402
                               delete_automatic_endpoints)
-from localcp.fixtures import KWOK_FELIX_WINDOW_VAR  # noqa: E402
+from localcp.fixtures import KWOK_FELIX_WINDOW_VAR, NO_NETWORK_VARS  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -236,6 +236,7 @@ def awx_job(cluster, templates, execution_environment, credential, tmp_path, mon
         local = {"calico_manifest_url": cluster.mirror_url, "calico_chart_repo_url": cluster.chart_repo_url,
                  # kwok's calico-node: no Felix restarts onto eBPF, the window after bpfEnabled would only wait
                  KWOK_FELIX_WINDOW_VAR: 0}
+        local.update(NO_NETWORK_VARS)  # kwok's nodes carry no packet: no connectivity check or prober around the jobs
         local.update(inventory_vars or {})
         (pdd / "inventory" / "group_vars" / "all" / "zz_awx_inventory.yml").write_text(yaml.safe_dump(local))
         (pdd / "home").mkdir()
@@ -277,7 +278,7 @@ def test_every_job_template_is_run_by_a_test_here(templates):
                "playbooks/install_ebpf.yml", "playbooks/enable_ebpf.yml", "playbooks/owner_references.yml",
                "playbooks/migrate_host_endpoints.yml", "playbooks/upgrade.yml", "playbooks/disable_ebpf.yml",
                "playbooks/migrate_datastore.yml", "playbooks/migrate_to_operator.yml",
-               "playbooks/collect_diagnostics.yml"}
+               "playbooks/collect_diagnostics.yml", "playbooks/check_connectivity.yml"}
     assert set(templates) == covered
 
 
@@ -335,6 +336,29 @@ def test_collect_diagnostics_job(cluster, awx_job, tmp_path):
     assert not [p for p in summary["problems"] if "forbidden" in p.lower()], summary["problems"]
     assert writes_by_the_service_account(cluster, job) == []
     assert cluster.audit.reads_since(job.mark, users=(SA_USER,))
+
+
+def test_check_connectivity_job_on_nodes_without_a_network(cluster, awx_job):
+    """The connectivity template's job on this control plane, whose nodes are kwok's (no packet flows: the check
+    itself runs against the real data plane in test_dataplane.py): with the ServiceAccount of docs/rbac.yml it plans,
+    deploys its probe workload into its own namespace, waits within connectivity_ready_timeout, fails quoting what
+    the cluster says of each host pod the API server could not reach, and removes its workload - nothing forbidden,
+    nothing written outside its namespace."""
+    job = awx_job("playbooks/check_connectivity.yml", {"connectivity_max_nodes": 2, "connectivity_attempts": 1},
+                  inventory_vars={"connectivity_ready_timeout": 10})
+    assert job.status == "failed", job.stdout[-3000:]
+    failed = [e for e in job.task_results("Fail when the probe workload did not get ready in time")
+              if e.get("res", {}).get("failed")]
+    assert failed, job.stdout[-3000:]
+    msg = failed[0]["res"]["msg"]
+    assert msg.startswith("connectivity: the probe workload in calico-ops-connectivity was not ready within 10 s "
+                          "(connectivity_ready_timeout): "), msg
+    assert "host pod host-" in msg or "pod calico-ops-connectivity/" in msg, msg
+    assert "forbidden" not in job.stdout.lower(), job.stdout[-3000:]
+    writes = writes_by_the_service_account(cluster, job)
+    assert writes and all(e["objectRef"].get("namespace") == "calico-ops-connectivity"
+                          or e["objectRef"].get("name") == "calico-ops-connectivity" for e in writes), writes
+    assert cluster.kubectl("get", "namespace", "calico-ops-connectivity", check=False).returncode != 0
 
 
 @pytest.fixture

@@ -51,6 +51,10 @@ pytestmark = pytest.mark.integration
 
 MAX_GAP = 30.0  # seconds: one node's calico-node restart onto the other data plane, with its readiness period
 INVENTORY = "inventories/local/hosts.yml"
+# the collection's own prober and check around a job (roles/connectivity), off where a test measures something else
+# with its own prober (a crash, a refusal) or re-runs a job only to prove it idempotent: each would add a minute
+NO_CONNECTIVITY = {f"{job}_{what}": False for job in ("ebpf_install_enable", "ebpf_rollback")
+                   for what in ("measure_disruption", "verify_connectivity")}
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +97,54 @@ def _bounded(m, text):
         assert t["recovered"], f"{m['switch']}: {target} not answering at the end\n{text}"
         assert t["longest_gap_s"] <= MAX_GAP, f"{m['switch']}: {target} had no answer for {t['longest_gap_s']}s\n{text}"
         assert t["attempted"] >= 50, f"{m['switch']}: the prober made too few attempts to count\n{text}"
+
+
+def _reported_disruption_and_checked(m, job, bpf):
+    """The job's own prober (roles/connectivity, on by default for the switches) reported its figures per target, and
+    its connectivity check after the job passed every pair (the run's rc says so; the rows are read here)."""
+    result = m["result"]
+    shown = result.result_of("Show the disruption measured during the job").get("msg") or []
+    assert shown and shown[0].startswith(f"disruption during {job} (new connections"), result.stdout[-3000:]
+    figures = result.result_of("Keep the figures")["ansible_facts"]["connectivity_disruption"]
+    assert sorted(figures["targets"]) == ["host_to_nodeport", "pod_to_nodeport", "pod_to_pod", "pod_to_service"]
+    for target, t in figures["targets"].items():
+        assert t["attempted"] >= 30 and t["recovered"], (job, target, t)
+    print(f"\n{job}, the collection's own prober (through the API server, 1 attempt/s):\n" + "\n".join(shown[1:]))
+    rows = result.result_of("Check every pair")["rows"]
+    assert rows and all(r["outcome"] in ("ok", "skipped") for r in rows), [r for r in rows if r["outcome"] != "ok"]
+    absent = [r for r in rows if r["check"] == "kube_proxy_absent"]
+    assert {r["outcome"] for r in absent} == ({"ok"} if bpf else {"skipped"}), absent
+
+
+def test_a_check_fails_naming_the_pairs_when_kube_proxy_goes_before_calico_node_serves_services(sw, tmp_path):
+    """On the Iptables install, kube-proxy taken off the nodes (its rules stay behind, as on a real node) while Felix
+    is not on eBPF: the check's Services are new, so nothing programs them, and check_connectivity fails naming every
+    Service pair - the state the collection's order never leaves a cluster in."""
+    c = sw.cluster
+    sw.ensure_iptables()
+    c.kubectl("patch", "daemonset", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p",
+              json.dumps({"spec": {"template": {"spec": {"nodeSelector": switches.NON_CALICO}}}}))
+    try:
+        c.wait_for(lambda: not [p for p in c.processes("kube-proxy") if p["pid"]], timeout=120, interval=2,
+                   what="kube-proxy's processes stopped")
+        result = sw.ansible.playbook("playbooks/check_connectivity.yml", inventory=INVENTORY, extra_vars={
+            "connectivity_checks": ["pod_to_pod", "pod_to_service", "pod_to_nodeport", "kube_proxy_absent"],
+            "connectivity_attempts": 1})
+    finally:
+        sw.ensure_iptables()
+    assert result.rc != 0
+    msg = result.result_of("Fail naming each pair that failed")["msg"]
+    rows = result.result_of("Check every pair")["rows"]
+    failed = sorted((r["check"], r["from"], r["to"]) for r in rows if r["outcome"] != "ok" and r["outcome"] != "skipped")
+    n1, n2 = sw.nodes
+    svc = next(r["to"] for r in rows if r["check"] == "pod_to_service")
+    assert failed == sorted([("pod_to_service", n1, svc), ("pod_to_service", n2, svc)]
+                            + [("pod_to_nodeport", a, b) for a in (n1, n2) for b in (n1, n2)]), rows
+    for check, src, dst in failed:
+        assert f"{check} {src} -> {dst}: " in msg, msg
+    # pod to pod needs no proxy: it answered
+    assert all(r["outcome"] == "ok" for r in rows if r["check"] == "pod_to_pod"), rows
+    assert c.kubectl("get", "namespace", "calico-ops-connectivity", check=False).returncode != 0
 
 
 def _kube_proxy_rules(s, node):
@@ -155,7 +207,8 @@ def test_enable_ebpf_then_disable_ebpf_under_traffic(sw, record_property):
     svc_ip = sw.targets()[0]["clusterip"].split("//")[1].split(":")[0]
     c.wait_for(lambda: f"-d {svc_ip}/32" not in _kube_proxy_rules(sw, sw.nodes[0]), timeout=120,
                what="Felix removing kube-proxy's rules")
-    again = _playbook(sw, "playbooks/enable_ebpf.yml")
+    _reported_disruption_and_checked(m, "enable_ebpf", bpf=True)
+    again = _playbook(sw, "playbooks/enable_ebpf.yml", NO_CONNECTIVITY)
     assert again.rc == 0 and again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
 
     m = sw.measure("disable_ebpf", lambda: _playbook(sw, "playbooks/disable_ebpf.yml"), bpf_after=False,
@@ -178,6 +231,7 @@ def test_enable_ebpf_then_disable_ebpf_under_traffic(sw, record_property):
     felix = json.loads(c.kubectl("get", "felixconfigurations.crd.projectcalico.org", "default", "-o", "json").stdout)
     assert "bpfKubeProxyIptablesCleanupEnabled" not in felix["spec"], felix["spec"]
     assert not any(k.startswith("calico-ops.io/") for k in felix["metadata"].get("annotations") or {}), felix
+    _reported_disruption_and_checked(m, "disable_ebpf", bpf=False)
 
 
 def test_the_documented_order_by_hand_side_by_side(sw, record_property):
@@ -277,6 +331,7 @@ def test_calico_node_killed_in_the_middle_of_enable_ebpf(sw, record_property):
     def run():
         started = sw.ansible.start(f"{Path(__file__).resolve().parents[2]}/playbooks/enable_ebpf.yml",
                                    inventory=INVENTORY, extra_vars={
+                                       **NO_CONNECTIVITY,
                                        "ebpf_install_timeout": 600,
                                        "ebpf_install_artifacts_dir": str(sw.workdir.parent / "artifacts"),
                                        "preflight_report_dir": str(sw.workdir.parent / "report")})
@@ -302,9 +357,9 @@ def test_calico_node_killed_in_the_middle_of_enable_ebpf(sw, record_property):
     assert restarted["pid"] != killed["pid"]
     for target, t in m["targets"].items():
         assert t["recovered"], f"{target} did not recover\n{text}"
-    again = _playbook(sw, "playbooks/enable_ebpf.yml")
+    again = _playbook(sw, "playbooks/enable_ebpf.yml", NO_CONNECTIVITY)
     assert again.rc == 0, again.stdout[-3000:]
     if m["result"] == 0:
         assert again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
-    final = _playbook(sw, "playbooks/enable_ebpf.yml")
+    final = _playbook(sw, "playbooks/enable_ebpf.yml", NO_CONNECTIVITY)
     assert final.rc == 0 and final.changed() == 0

@@ -36,6 +36,7 @@ from . import shapes
 
 NETWORK_ANNOTATION = "localcp.calico-ops/network"
 MAX_NODES = 62  # /30 links in 10.250.N.0/24 after the host's
+ROUTER_IFINDEX = 40000  # + the node's index: the router's end of each node's link (create_node says why)
 
 # The only nameserver a node or pod namespace knows is its own loopback, where nothing answers: a lookup fails at
 # once and no query leaves the namespaces the harness made (a real node would name the cluster's DNS).
@@ -124,7 +125,15 @@ def create_node(octet: int, index: int, run_dir: Path, name: str) -> dict:
     router = shapes.node_network(octet)["netns"]
     delete_node(octet, index)
     _ip("netns", "add", net["netns"])
-    _ip("-n", router, "link", "add", net["router_if"], "type", "veth", "peer", "name", net["tmp_if"])
+    # the router's end gets an interface index no node ever uses (ROUTER_IFINDEX): the node's eth0 is a veth, whose
+    # IFLA_LINK is its peer's index in the router's namespace, and Felix in eBPF mode (bpf_ep_mgr.go, addIface) takes
+    # a link's ParentIndex for an interface *of its own namespace* below it in a tree. With the kernel's next free
+    # index the peer was 7 and so was node-3's vxlan.calico: Felix took vxlan.calico for a leaf of eth0, attached
+    # XDP only and no tc program, and every packet between node-3's pods and the other nodes was lost (found by
+    # the connectivity role's check, pod to pod node-3 <-> node-1 and node-2). A Kubernetes node in a container
+    # (kind) has the same veth: not this collection's to fix, only the harness's to avoid.
+    _ip("-n", router, "link", "add", net["router_if"], "index", str(ROUTER_IFINDEX + index), "type", "veth",
+        "peer", "name", net["tmp_if"])
     _ip("-n", router, "link", "set", net["tmp_if"], "netns", net["netns"])
     _ip("-n", net["netns"], "link", "set", net["tmp_if"], "name", "eth0")
     _ip("-n", router, "addr", "add", f"{net['gateway']}/30", "dev", net["router_if"])

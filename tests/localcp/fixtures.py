@@ -265,6 +265,12 @@ class PlaybookResult:
 KWOK_FELIX_WINDOW_VAR = "ebpf_install_readiness_window"
 
 
+# The jobs' connectivity check and disruption prober, off where the nodes are kwok's (no data plane to check).
+NO_NETWORK_VARS = {f"{job}_{what}": False for job in ("ebpf_install", "ebpf_install_enable", "ebpf_rollback", "upgrade",
+                                                       "operator_migration")
+                   for what in ("measure_disruption", "verify_connectivity")}
+
+
 class Ansible:
     def __init__(self, cluster: Cluster, workdir: Path):
         self.cluster = cluster
@@ -291,6 +297,9 @@ class Ansible:
             # kwok's calico-node has no Felix that restarts onto eBPF: the install's readiness window after
             # bpfEnabled (roles/ebpf_install/tasks/rollout.yml, 100 s) would only wait. A test's own value wins.
             cmd += ["-e", f"{KWOK_FELIX_WINDOW_VAR}=0"]
+            # nor a network: the connectivity check and the disruption prober around the data-plane jobs
+            # (roles/connectivity) would wait for probe pods that carry no packet. A test's own value wins.
+            cmd += ["-e", json.dumps(NO_NETWORK_VARS)]
         # a job that fails leaves its diagnostics archive (roles/diagnostics, the playbooks' rescue) in the test's
         # directory, not in the repository (the playbooks run from its root). A test's own value wins.
         cmd += ["-e", f"diagnostics_dir={self.workdir / 'calico-diagnostics'}"]

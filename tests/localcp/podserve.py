@@ -2,9 +2,12 @@
 the tests and the demo send requests with.
 
 Stand-in, and why: agnhost is a Go program of k8s.io/kubernetes' test images; the part the data-plane tests use is
-``agnhost netexec --http-port=P`` (an HTTP server answering ``/hostname`` with the pod's name and ``/clientip``
-with the address:port the request came from) - a few lines here, with the same paths and answers, run by the pod
-runner inside the pod's own network namespace (podrunner.py). The server and the client are real sockets in the
+``agnhost netexec --http-port=P`` (an HTTP server answering ``/hostname`` with the pod's name, ``/clientip``
+with the address:port the request came from, and ``/dial?host=H&port=P&request=R&protocol=http&tries=N``: N new
+connections from the pod to ``http://H:P/R``, 5 s each, answered with ``{"responses": [...], "errors": [...]}`` as
+agnhost's netexec does - what Kubernetes' e2e network tests and this collection's connectivity role ask through the
+API server) - a few lines here, with the same paths and answers, run by the pod runner inside the pod's own network
+namespace (podrunner.py), or the node's for a hostNetwork pod. The server and the client are real sockets in the
 pods' namespaces: every byte goes through the veths, Felix's BPF programs and VXLAN between the nodes.
 
     python -m localcp.podserve netexec --http-port=8080
@@ -15,16 +18,61 @@ from __future__ import annotations
 
 import argparse
 import http.server
+import json
 import socket
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
+
+DIAL_TIMEOUT = 5.0  # seconds, agnhost's HTTP client timeout of /dial
+
+
+def _dial(query: str):
+    """agnhost netexec's /dial: (status, body). A name is resolved in the pod (its resolv.conf)."""
+    q = urllib.parse.parse_qs(query)
+    get = lambda k: (q.get(k) or [""])[0]  # noqa: E731
+    host, port, request = get("host"), get("port"), get("request")
+    protocol = (get("protocol") or "http").lower()
+    try:
+        tries = int(get("tries") or 1)
+    except ValueError as exc:
+        return 400, f"tries parameter is invalid. {exc}"
+    if not request:
+        return 400, "request parameter not specified. <nil>"
+    if protocol != "http":
+        return 400, f"unsupported protocol. {protocol}"  # UDP is not served by this stand-in
+    try:
+        socket.getaddrinfo(host, int(port), proto=socket.IPPROTO_TCP)
+    except (OSError, ValueError) as exc:
+        return 400, f"host and/or port param are invalid. {exc}"
+    url = f"http://{host}:{port}/{request}"
+    responses, errors = [], []
+    for _ in range(max(tries, 0)):
+        try:
+            with urllib.request.urlopen(url, timeout=DIAL_TIMEOUT) as resp:
+                responses.append(resp.read().decode(errors="replace"))
+        except urllib.error.HTTPError as exc:  # an answer all the same (Go's client returns the body)
+            responses.append(exc.read().decode(errors="replace"))
+        except (urllib.error.URLError, OSError) as exc:
+            errors.append(f"Get \"{url}\": {getattr(exc, 'reason', exc)}")
+    out = {}
+    if responses:
+        out["responses"] = responses
+    if errors:
+        out["errors"] = errors
+    return 200, json.dumps(out, separators=(",", ":"))
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - http.server's name
-        path = self.path.split("?", 1)[0]
-        if path == "/hostname":
+        path, _, query = self.path.partition("?")
+        if path == "/dial":
+            status, body = _dial(query)
+            if status != 200:
+                self.send_error(status, body)
+                return
+        elif path == "/hostname":
             body = socket.gethostname()
         elif path == "/clientip":
             body = f"{self.client_address[0]}:{self.client_address[1]}"

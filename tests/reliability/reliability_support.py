@@ -118,6 +118,7 @@ MODULE_PARAMS = {
                                 "report_limit", "kubeconfig"],
     "ebpf_preflight_info": ["platform", "ignore", "kubeconfig"],
     "diagnostics_archive": ["path", "namespaces", "log_lines", "workers", "kubeconfig"],
+    "connectivity_info": ["stage", "http_port", "node_selector", "kubeconfig"],
 }
 
 

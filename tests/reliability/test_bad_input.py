@@ -349,6 +349,23 @@ CASES = [
      r"^diagnostics_path: .*/diag.zip must end in .tar.gz or .tgz"),
     ("diagnostics-module-too-many-log-lines", "module:diagnostics_archive",
      {"path": "{workdir}/diag.tar.gz", "log_lines": 200000}, r"^log_lines: 0 \(no logs\) to 100000"),
+    # -- issue 39: the connectivity check, refused before anything is deployed ------------------------------------
+    ("connectivity-unknown-check", "role:connectivity", {"connectivity_checks": ["pod_to_pod", "ping"]},
+     r"connectivity_checks.*must be one (or more )?of"),
+    ("connectivity-selector-matches-no-node", "role:connectivity", {"connectivity_node_selector": {"pool": "none"}},
+     r'connectivity_node_selector \{"pool": "none"\} matches no Ready Linux node \(\d+ nodes, 0 matched the labels\)'
+     r"; nothing was deployed"),
+    ("connectivity-negative-probe-interval", "role:connectivity", {"connectivity_probe_interval": -1},
+     r"connectivity_probe_interval is -1.0: give a number of at least 0.1"),
+    ("connectivity-negative-policy-timeout", "role:connectivity", {"connectivity_policy_timeout": -5},
+     r"connectivity_policy_timeout is -5: give a number of at least 1"),
+    ("connectivity-ready-timeout-zero", "role:connectivity", {"connectivity_ready_timeout": 0},
+     r"connectivity_ready_timeout \(0\) and connectivity_cleanup_timeout \(120\) must be whole seconds above 0"),
+    ("connectivity-probe-dir-under-a-file", "role:connectivity",
+     {"connectivity_action": "start", "connectivity_measure": True, "connectivity_probe_dir": "{a_file}/probes"},
+     r"connectivity_probe_dir: the prober's file .*/probes/prober-.*\.jsonl cannot be created: .* is not a directory"),
+    ("connectivity-module-port-out-of-range", "module:connectivity_info", {"stage": "plan", "http_port": 70000},
+     r"http_port is 70000: give a TCP port, 1 to 65535"),
 ]
 
 CASE_IDS = [c[0] for c in CASES]

@@ -41,6 +41,8 @@ SECRET_VALUE = "errors-sentinel-" + uuid.uuid4().hex[:8]  # in a Secret a 409/42
 BASE = {
     "calico_facts": {},
     "calico_rollout_info": {"namespace": "NS", "daemonset": "calico-node"},
+    # the plan reads the nodes first (the probe workload's namespace need not exist)
+    "connectivity_info": {"stage": "plan", "namespace": "cx-probe"},
     "controller_files": {"files": [{"path": "TMP/written.txt", "content": "x"}]},
     "custom_resources": {"src": "TMP/custom-resources.yaml", "dest": "TMP/out-cr.yaml"},
     # calicoctl is never reached: the first read is calico-node's DaemonSet
@@ -77,6 +79,7 @@ SCENARIOS = {
     "stopped": {
         "calico_facts": ({}, "the Calico install"),
         "calico_rollout_info": ({}, "daemonsets.apps NS/calico-node"),
+        "connectivity_info": ({}, "nodes"),
         "controller_files": FILE_ONLY,
         "custom_resources": FILE_ONLY,
         "datastore_migration_info": ({}, "daemonsets.apps NS/calico-node"),
@@ -99,6 +102,7 @@ SCENARIOS = {
     "403": {
         "calico_facts": ({}, "secrets in namespace tigera-operator"),  # its first read: Helm's release Secrets
         "calico_rollout_info": ({}, "daemonsets.apps NS/calico-node"),
+        "connectivity_info": ({}, "nodes"),
         "controller_files": FILE_ONLY,
         "custom_resources": FILE_ONLY,
         "datastore_migration_info": ({}, "daemonsets.apps NS/calico-node"),
@@ -122,6 +126,8 @@ SCENARIOS = {
     "404": {
         "calico_facts": "reads only, and a missing object is a fact (method none, not installed), not a failure",
         "calico_rollout_info": "a missing DaemonSet is reported (ready: false, problems), not a failure",
+        "connectivity_info": "reads only: a missing namespace, Service, Installation or kube-proxy is a finding (what "
+                             "is deployed, skipped rows), not a failure",
         "controller_files": FILE_ONLY,
         "custom_resources": ({"src": "TMP/missing.yaml"}, "TMP/missing.yaml", "cannot read"),  # a file's 404
         "datastore_migration_info": "reads only: a missing calico-node, CRD or record is a finding (plan refuse, "
@@ -152,6 +158,7 @@ SCENARIOS = {
     "409": {
         "calico_facts": "reads only: a read never conflicts",
         "calico_rollout_info": "reads only: a read never conflicts",
+        "connectivity_info": "reads only: a read never conflicts",
         "controller_files": FILE_ONLY,
         "custom_resources": FILE_ONLY,
         "datastore_migration_info": "reads only: a read never conflicts",

@@ -1,0 +1,254 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: calico_ops contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: connectivity_info
+short_description: Plan, check and probe the connectivity of a cluster's network through a probe workload
+version_added: "0.2.0"
+description:
+  - The read side of the C(connectivity) role, which deploys and removes the probe workload in between. Every
+    request is a GET through the API server; the module writes nothing to the cluster.
+  - The probe workload is what Kubernetes' e2e network tests deploy, agnhost C(netexec) pods; on every selected
+    node a server pod and a client pod in the pod network and a host pod in the node's host network, a ClusterIP
+    and a NodePort Service to the server pods. The API server proxies each check to a host pod
+    (C(pods/proxy)); the host pod dials, or asks its node's client pod to dial (agnhost C(/dial)), so each check is
+    a new TCP connection from a pod or a node to its target.
+  - O(stage=plan) selects the nodes and returns the workload's manifests. A selector that matches no Ready Linux
+    node, or a namespace that exists and is not the check's, fails here, before anything is deployed.
+  - O(stage=ready) says whether every pod of the workload is Running and Ready and every host pod answers and
+    reaches its node's client pod (C(waiting) says what is not).
+  - O(stage=check) runs the checks and returns one row per check and node pair; O(expect=denied) passes a pod
+    pair that does not answer (the role's NetworkPolicy applied), O(expect=restored) one that answers again.
+  - O(stage=probe) opens new connections to four targets every O(probe_interval) seconds until O(stop_file) exists
+    or O(probe_max_seconds) pass, writing each attempt to O(probe_file) (0600), and returns attempted, failed and the
+    longest gap per target. The role runs it in the background (C(async)) around a job.
+author:
+  - calico_ops maintainers (@calico-ops)
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.attributes
+  - calico_ops.lifecycle.variable_prefix
+options:
+  stage:
+    description: What to do (see the description).
+    type: str
+    choices: [plan, ready, check, probe]
+    required: true
+  namespace:
+    description: The probe workload's own namespace (created and deleted by the role).
+    type: str
+    default: calico-ops-connectivity
+  node_selector:
+    description: Labels a node must have to be checked (every Ready Linux node when empty).
+    type: dict
+    default: {}
+  max_nodes:
+    description: Check at most this many of the selected nodes, by name (V(0) - all). Pair checks grow as its square.
+    type: int
+    default: 0
+  image:
+    description: The agnhost image of the workload's pods.
+    type: str
+    default: registry.k8s.io/e2e-test-images/agnhost:2.53
+  http_port:
+    description: The port the server and client pods serve on.
+    type: int
+    default: 8080
+  host_port:
+    description: The port the host pods serve on, in each node's host network (it must be free on the nodes).
+    type: int
+    default: 8083
+  node_port:
+    description: The NodePort of the workload's NodePort Service (V(0) - the API server picks one).
+    type: int
+    default: 0
+  checks:
+    description:
+      - The checks to run. V(pod_to_pod) (every pod to every node's server pod), V(pod_to_service) (the
+        ClusterIP), V(pod_to_nodeport) (every node's NodePort from a pod), V(host_to_nodeport) (from each node's
+        host network), V(pod_to_api_server) (the C(kubernetes) Service), V(dns) (the server Service by name, when
+        the cluster has O(dns_service)), V(network_policy) (a policy that denies is enforced, and removing it
+        restores traffic; run by the role in two O(expect) stages), V(kube_proxy_absent) (with eBPF, no kube-proxy
+        pod on a checked node).
+    type: list
+    elements: str
+    default: [pod_to_pod, pod_to_service, pod_to_nodeport, host_to_nodeport, pod_to_api_server, dns, network_policy,
+              kube_proxy_absent]
+  expect:
+    description: In O(stage=check), what the pod pairs must do (V(denied) and V(restored) run only the pod pairs).
+    type: str
+    choices: [allowed, denied, restored]
+    default: allowed
+  attempts:
+    description: How many times a failing pair is tried before it counts as failed (1 or more).
+    type: int
+    default: 2
+  policy_timeout:
+    description: Seconds a NetworkPolicy's effect (V(denied), V(restored)) may take to show.
+    type: int
+    default: 60
+  dns_service:
+    description: The cluster DNS Service, C(namespace/name); the V(dns) check runs when it exists.
+    type: str
+    default: kube-system/kube-dns
+  cluster_domain:
+    description: The cluster's DNS domain.
+    type: str
+    default: cluster.local
+  kube_proxy_namespace:
+    description: Namespace of kube-proxy's pods.
+    type: str
+    default: kube-system
+  kube_proxy_selector:
+    description: The label selector of kube-proxy's pods.
+    type: str
+    default: k8s-app=kube-proxy
+  probe_file:
+    description: In O(stage=probe), the JSON-lines file of the attempts (written 0600; replaced).
+    type: path
+  stop_file:
+    description: In O(stage=probe), the file whose existence stops the prober.
+    type: path
+  probe_interval:
+    description: In O(stage=probe), seconds between two attempts to a target.
+    type: float
+    default: 1.0
+  probe_max_seconds:
+    description: In O(stage=probe), seconds after which the prober stops without its stop file.
+    type: int
+    default: 3600
+  workers:
+    description: How many dials to send at a time (1 or more).
+    type: int
+    default: 8
+attributes:
+  check_mode:
+    support: full
+    description: Every stage only reads; the role deploys nothing in check mode.
+  diff_mode:
+    support: none
+    description: Nothing is changed.
+seealso:
+  - module: calico_ops.lifecycle.manifest_apply
+"""
+
+EXAMPLES = r"""
+- name: Plan the probe workload on the worker nodes
+  calico_ops.lifecycle.connectivity_info:
+    stage: plan
+    node_selector:
+      node-role.kubernetes.io/worker: ""
+  register: plan
+
+- name: Check every pair
+  calico_ops.lifecycle.connectivity_info:
+    stage: check
+  register: checked
+"""
+
+RETURN = r"""
+nodes:
+  description: The nodes checked.
+  returned: always
+  type: list
+  elements: str
+skipped_nodes:
+  description: Nodes the selector matched but that are not checked, and why.
+  returned: always
+  type: list
+  elements: str
+manifests:
+  description: The probe workload (O(stage=plan)).
+  returned: when stage is plan
+  type: list
+  elements: dict
+policy:
+  description: The NetworkPolicy of the V(network_policy) check (O(stage=plan)).
+  returned: when stage is plan
+  type: dict
+bpf:
+  description: Whether the data plane is eBPF (the Installation, else FelixConfiguration C(bpfEnabled)).
+  returned: when stage is plan or check
+  type: bool
+ready:
+  description: Whether the workload is ready to check (O(stage=ready)).
+  returned: when stage is ready
+  type: bool
+waiting:
+  description: What the workload still waits for, one line each, quoting the pods' own status.
+  returned: when stage is ready
+  type: list
+  elements: str
+rows:
+  description: One row per check and pair, C(check), C(from), C(to), C(outcome) (ok, failed, unreached, skipped), C(detail).
+  returned: when stage is check
+  type: list
+  elements: dict
+failures:
+  description: The rows that did not pass, C(check from -> to - detail).
+  returned: when stage is check
+  type: list
+  elements: str
+targets:
+  description: Per prober target, C(attempted), C(failed), C(unmeasured), C(longest_gap_s), C(recovered), C(errors).
+  returned: when stage is probe
+  type: dict
+lines:
+  description: What to show, one line each (the tables of a check, the prober's table).
+  returned: always
+  type: list
+  elements: str
+api_requests:
+  description: How many API requests the module made.
+  returned: always
+  type: dict
+"""
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity import rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity.runner import (
+    ConnectivityError, run_stage, validate)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
+
+
+def _run(m):
+    validate(m.params, m.params["variable_prefix"])  # before any request
+    return run_stage(m.client(), m.params, m.params["variable_prefix"])
+
+
+def main():
+    K8sModule(dict(
+        stage=dict(type="str", required=True, choices=["plan", "ready", "check", "probe"]),
+        namespace=dict(type="str", default=rules.DEFAULT_NAMESPACE),
+        node_selector=dict(type="dict", default={}),
+        max_nodes=dict(type="int", default=0),
+        image=dict(type="str", default=rules.DEFAULT_IMAGE),
+        http_port=dict(type="int", default=8080),
+        host_port=dict(type="int", default=8083),
+        node_port=dict(type="int", default=0),
+        checks=dict(type="list", elements="str", default=list(rules.CHECKS)),
+        expect=dict(type="str", default="allowed", choices=["allowed", "denied", "restored"]),
+        attempts=dict(type="int", default=2),
+        policy_timeout=dict(type="int", default=60),
+        dns_service=dict(type="str", default="kube-system/kube-dns"),
+        cluster_domain=dict(type="str", default="cluster.local"),
+        kube_proxy_namespace=dict(type="str", default="kube-system"),
+        kube_proxy_selector=dict(type="str", default="k8s-app=kube-proxy"),
+        probe_file=dict(type="path"),
+        stop_file=dict(type="path"),
+        probe_interval=dict(type="float", default=1.0),
+        probe_max_seconds=dict(type="int", default=3600),
+        workers=dict(type="int", default=8),
+        variable_prefix=dict(type="str", default=""),
+    ), error_prefix="connectivity: ", errors=(ConnectivityError,),
+        subject=lambda p: "the connectivity check in namespace %s" % p.get("namespace")).run(_run)
+
+
+if __name__ == "__main__":
+    main()
