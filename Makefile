@@ -16,7 +16,7 @@ export ANSIBLE_NOCOLOR := 1
 export PY_COLORS := 0
 
 .PHONY: help venv collection binaries demo-binaries debian-packages cluster-up cluster-down cluster-env demo test lint sanity unit \
-	integration reliability molecule changelog build clean bench bench-footprint bench-switch
+	integration reliability molecule changelog build clean bench bench-footprint bench-switch bench-connectivity
 
 help:
 	@echo "make demo   - start the local control plane and run the eBPF install against it"
@@ -115,6 +115,10 @@ bench-footprint: venv collection binaries
 # data-plane switches under traffic, the collection's order against the documented one by hand (median of 3 runs)
 bench-switch: venv collection binaries
 	@$(BIN)/python benchmarks/switch.py $(BENCH_ARGS)
+
+# The connectivity check's wall time on 3 and 10 nodes, 8 dials at a time against one: benchmarks/results/connectivity.md
+bench-connectivity: venv collection binaries
+	@$(BIN)/python benchmarks/connectivity.py $(BENCH_ARGS)
 
 changelog: venv
 	@$(BIN)/antsibull-changelog lint

@@ -79,7 +79,7 @@ SCENARIOS = {
     "stopped": {
         "calico_facts": ({}, "the Calico install"),
         "calico_rollout_info": ({}, "daemonsets.apps NS/calico-node"),
-        "connectivity_info": ({}, "nodes"),
+        "connectivity_info": ({}, "the connectivity check in namespace cx-probe"),  # the subject of first contact
         "controller_files": FILE_ONLY,
         "custom_resources": FILE_ONLY,
         "datastore_migration_info": ({}, "daemonsets.apps NS/calico-node"),
