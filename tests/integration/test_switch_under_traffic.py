@@ -249,11 +249,17 @@ def test_the_documented_order_by_hand_side_by_side(sw, record_property):
         for target, t in sw.results[name]["targets"].items():
             assert t["recovered"], f"{name}: {target} not answering at the end\n{text}"
     # what the order is for: an endpoint that appears during the switch (Service server-late, 5 s in). By hand nobody
-    # programs it from kube-proxy's removal until every Felix runs on eBPF; the collection keeps kube-proxy until then
+    # programs it from kube-proxy's removal until every Felix runs on eBPF; the collection keeps kube-proxy until then,
+    # which programs it within a few seconds. Measured from its label to its first answer: its longest gap also holds
+    # the outage every target shares while the server's node restarts Felix (8 s in a run where by hand's was 2 s),
+    # and by hand a kube-proxy that takes its time to exit (its pod's grace period, as on a real node) can still
+    # program it - so by hand is never quicker, and can be as quick.
     if "enable_ebpf" in sw.results:
-        ours = sw.results["enable_ebpf"]["targets"]["late-endpoint"]["longest_gap_s"]
-        hand = sw.results["by hand: enable"]["targets"]["late-endpoint"]["longest_gap_s"]
-        assert hand > ours, f"the late endpoint: by hand {hand}s without an answer, the collection {ours}s\n{text}"
+        ours = sw.results["enable_ebpf"]["late_first_answer_s"]
+        hand = sw.results["by hand: enable"]["late_first_answer_s"]
+        print(f"the late endpoint's first answer after its label: the collection {ours}s, by hand {hand}s")
+        assert ours is not None and ours <= switches.LATE_GRACE + 2, f"the collection: {ours}s\n{text}"
+        assert hand is None or hand >= ours - 1, f"the late endpoint: by hand {hand}s, the collection {ours}s\n{text}"
 
 
 def test_without_the_configmap_calico_node_cannot_reach_the_api_server_and_the_collection_refuses(sw):

@@ -226,6 +226,7 @@ class Switches:
 
         def label_late():
             time.sleep(LATE_AFTER)
+            labelled["before"] = time.time()
             c.kubectl("label", "pod", "server", "-n", self.ns, "late=yes", "--overwrite")
             labelled["at"] = time.time()
         late = threading.Thread(target=label_late, daemon=True)
@@ -253,6 +254,10 @@ class Switches:
             # the late endpoint counts from when it existed (plus the time a serving proxy takes to program it)
             cutoff = labelled.get("at", float("inf")) + LATE_GRACE
             summary = prober.summarize([r for r in records if r["target"] != "late-endpoint" or r["t"] >= cutoff])
+            # how long the late endpoint stayed unprogrammed: from its label to its first answer (what the order of
+            # a switch decides; its longest gap also holds later outages, a node's Felix restarting, that all share)
+            first = min((r["t"] for r in records if r["target"] == "late-endpoint" and r["ok"]
+                         and r["t"] >= labelled.get("before", float("inf"))), default=None)
         m = {"switch": name, "seconds": round(took, 1), "targets": summary, "result": result,
              "kube_proxy_disabled_at": (round(timeline.disabled_at - started, 1)
                                         if timeline.disabled_at else None),
@@ -260,7 +265,8 @@ class Switches:
              "left_bpf_at": round(timeline.left_bpf_at - started, 1) if timeline.left_bpf_at else None,
              "bpf_on_at": round(timeline.bpf_on_at - started, 1) if timeline.bpf_on_at else None,
              "kube_proxy_running_then": timeline.kube_proxy_then,
-             "late_endpoint_at": round(labelled["at"] - started, 1) if labelled.get("at") else None}
+             "late_endpoint_at": round(labelled["at"] - started, 1) if labelled.get("at") else None,
+             "late_first_answer_s": round(first - labelled["before"], 1) if first is not None else None}
         (out_dir / "summary.json").write_text(json.dumps({k: v for k, v in m.items() if k != "result"}, indent=1,
                                                          default=str))
         self.results[name] = m
