@@ -28,7 +28,10 @@ from localcp import switches  # noqa: E402
 from localcp.cluster import ControlPlane  # noqa: E402
 from localcp.fixtures import Ansible, Cluster  # noqa: E402
 
-VARS = {"ebpf_install_timeout": 600}
+# the jobs' own prober and check (roles/connectivity) off: the contenders by hand deploy nothing of the kind, and the
+# probe pods' interfaces would add to what each Felix attaches when it restarts onto the other data plane
+VARS = {"ebpf_install_timeout": 600, **{f"{job}_{what}": False for job in ("ebpf_install_enable", "ebpf_rollback")
+                                         for what in ("measure_disruption", "verify_connectivity")}}
 
 
 def one_run(s: switches.Switches, ansible: Ansible, work: Path) -> dict:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from calico_support import SOURCE, TARGET, get, wait_daemonset
-from localcp.fixtures import Ansible
+from localcp.fixtures import NO_NETWORK_VARS, Ansible
 from test_install_ebpf import _vars, enterprise_site  # noqa: F401 - enterprise_site: a fixture
 from test_owner_references import _crd
 from test_rbac import service_account, token_run  # noqa: F401 - service_account: a fixture
@@ -136,7 +136,9 @@ def test_etcd_key_never_shown_nor_written(cluster, install, service_account, tmp
     variables = upgrade_vars(cluster, tmp_path, install, upgrade_etcd_endpoints=["https://127.0.0.1:22379"],
                              upgrade_etcd_key=key, upgrade_etcd_cert=cert, upgrade_etcd_ca=ca)
     env, _user = service_account("upgrade")
-    res = token_run("playbooks/upgrade.yml", env, tmp_path, args=["-vvvv", "--diff"], **variables)
+    # kwok's nodes carry no packet: no connectivity check or prober around the upgrade (fixtures.NO_NETWORK_VARS)
+    res = token_run("playbooks/upgrade.yml", env, tmp_path, args=["-vvvv", "--diff"],
+                    **dict(NO_NETWORK_VARS, **variables))
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     stored = get(cluster, "v1", "Secret", "calico-etcd-secrets", "kube-system")["data"]
     assert base64.b64decode(stored["etcd-key"]).decode() == key  # used
