@@ -303,6 +303,8 @@ class Ansible:
         # a job that fails leaves its diagnostics archive (roles/diagnostics, the playbooks' rescue) in the test's
         # directory, not in the repository (the playbooks run from its root). A test's own value wins.
         cmd += ["-e", f"diagnostics_dir={self.workdir / 'calico-diagnostics'}"]
+        # and the jobs' disruption prober its attempts (roles/connectivity), likewise
+        cmd += ["-e", f"connectivity_probe_dir={self.workdir / 'calico-connectivity'}"]
         if extra_vars:
             vars_file = self.workdir / f"vars-{hashlib.sha1(json.dumps(extra_vars, sort_keys=True, default=str).encode()).hexdigest()[:10]}.json"
             vars_file.write_text(json.dumps(extra_vars, default=str))
