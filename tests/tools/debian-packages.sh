@@ -10,9 +10,13 @@
 #   bpftool: the calico/node image ships it; Felix leaving eBPF mode lists its BPF programs and maps with it ("Failed
 #     to list BPF maps, assuming there's nothing to clean up" without it: its TCX programs stayed attached and every
 #     packet of the node was dropped after disable_ebpf - seen in tests/integration/test_switch_under_traffic.py).
+#   conntrack: the calico/node image ships it; Felix deletes the kernel's conntrack entries of a workload that went
+#     and of a Service's old backends with it ("Failed to remove conntrack flows ... executable file not found"
+#     without it, in every node's log).
 # Root installs with apt-get; anyone else gets the command to run.
 set -euo pipefail
-packages=(clang-19 llvm-19 libelf-dev zlib1g-dev libpcap-dev make gcc iproute2 util-linux iptables nftables ipset bpftool)
+packages=(clang-19 llvm-19 libelf-dev zlib1g-dev libpcap-dev make gcc iproute2 util-linux iptables nftables ipset bpftool
+          conntrack)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
