@@ -90,8 +90,9 @@ def _kube_proxy_pods(client, namespace, selector):
     return out
 
 
-def plan(client, p, prefix=""):
-    """Nodes, the workload's manifests and what the checks need to know of the cluster."""
+def plan(client, p, prefix="", facts=True):
+    """Nodes, the workload's manifests and (``facts``) what the checks need to know of the cluster: the data plane,
+    DNS and kube-proxy's pods - read by the plan and check stages, not by the ready poll nor the prober."""
     nodes = client.list("v1", "nodes")
     selected, skipped, problem = rules.select_nodes(nodes, p["node_selector"], p["max_nodes"], prefix)
     if problem:
@@ -102,14 +103,16 @@ def plan(client, p, prefix=""):
                                 "give a namespace of its own; nothing was deployed" % (
                                     prefix, p["namespace"], rules.PART_OF, rules.PART_OF_VALUE))
     pods = rules.layout(selected)
-    dns_ns, dns_name = ((p["dns_service"] or "").split("/", 1) + [""])[:2]
-    dns = bool(dns_name) and _get(client, "v1", "services", dns_name, namespace=dns_ns) is not None
-    return {"nodes": [x["node"] for x in pods], "pods": pods, "skipped_nodes": skipped,
-            "manifests": rules.manifests(p["namespace"], pods, p["image"], p["http_port"], p["host_port"],
-                                         p["node_port"]),
-            "policy": rules.deny_policy(p["namespace"]), "bpf": _bpf(client), "dns": dns,
-            "kube_proxy_pods": _kube_proxy_pods(client, p["kube_proxy_namespace"], p["kube_proxy_selector"]),
-            "leftover": ns is not None}
+    out = {"nodes": [x["node"] for x in pods], "pods": pods, "skipped_nodes": skipped,
+           "manifests": rules.manifests(p["namespace"], pods, p["image"], p["http_port"], p["host_port"],
+                                        p["node_port"]),
+           "policy": rules.deny_policy(p["namespace"]), "leftover": ns is not None}
+    if facts:
+        dns_ns, dns_name = ((p["dns_service"] or "").split("/", 1) + [""])[:2]
+        dns = bool(dns_name) and _get(client, "v1", "services", dns_name, namespace=dns_ns) is not None
+        out.update(bpf=_bpf(client), dns=dns,
+                   kube_proxy_pods=_kube_proxy_pods(client, p["kube_proxy_namespace"], p["kube_proxy_selector"]))
+    return out
 
 
 def _services(client, namespace):
@@ -317,7 +320,7 @@ def probe(client, p, layout, ips, services, stop_file, out_file, interval, max_s
 def run_stage(client, p, prefix=""):
     """One stage of the module (``p``: its options); the result has ``lines`` to show and ``api_requests``."""
     validate(p, prefix)
-    planned = plan(client, p, prefix)
+    planned = plan(client, p, prefix, facts=p["stage"] in ("plan", "check"))
     layout = planned["pods"]
     out = {"changed": False, "nodes": planned["nodes"], "skipped_nodes": planned["skipped_nodes"]}
     stage = p["stage"]

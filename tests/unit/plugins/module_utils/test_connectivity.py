@@ -185,3 +185,20 @@ def test_the_plan_stage_reads_only_and_refuses_a_namespace_that_is_not_its_own()
         run_stage(client(_cluster({"team": "a"})), params())
     left = run_stage(client(_cluster({rules.PART_OF: rules.PART_OF_VALUE})), params())
     assert left["leftover"] is True
+
+
+def test_the_ready_stage_says_what_it_waits_for_and_reads_no_cluster_facts():
+    """Polled every 5 s by the role: it quotes each missing pod, and does not read the data plane, DNS or kube-proxy
+    (the plan and check stages do)."""
+    dyn = _cluster()
+    c = client(dyn)
+    planned = run_stage(c, params(stage="plan"))
+    plan_reads = planned["api_requests"]["read"]
+    c = client(dyn)
+    out = run_stage(c, params(stage="ready"))
+    assert out["ready"] is False and "bpf" not in out
+    assert "pod calico-ops-connectivity/server-n1 on n1: not created" in out["waiting"]
+    assert "Services server and server-nodeport in calico-ops-connectivity: {}" in out["waiting"]
+    # nodes, the namespace, the workload's pods and its three Services - not Installation, FelixConfiguration,
+    # kube-dns nor kube-proxy's pods
+    assert out["api_requests"]["read"] == plan_reads - 4 + 1 + 3, (plan_reads, out["api_requests"])
