@@ -58,9 +58,17 @@ options:
     type: str
     default: registry.k8s.io/e2e-test-images/agnhost:2.53
   http_port:
-    description: The port the server and client pods serve on.
+    description: The port the server and client pods serve on (the checks that dial a pod directly).
     type: int
     default: 8080
+  service_port:
+    description:
+      - The port the server pods serve the ClusterIP and NodePort Services on, from a second container.
+      - Apart from O(http_port) because Calico's eBPF conntrack drops a new connection from a pod to a Service's
+        backend when the same pod reached that backend through the Service from the same source port (and the
+        other way round).
+    type: int
+    default: 8081
   host_port:
     description: The port the host pods serve on, in each node's host network (it must be free on the nodes).
     type: int
@@ -230,6 +238,7 @@ def main():
         max_nodes=dict(type="int", default=0),
         image=dict(type="str", default=rules.DEFAULT_IMAGE),
         http_port=dict(type="int", default=8080),
+        service_port=dict(type="int", default=8081),
         host_port=dict(type="int", default=8083),
         node_port=dict(type="int", default=0),
         checks=dict(type="list", elements="str", default=list(rules.CHECKS)),

@@ -155,12 +155,14 @@ class Cluster:
         return proc
 
     def http_get(self, url: str, namespace: str | None = None, pod: str | None = None,
-                 timeout: float = 5) -> subprocess.CompletedProcess:
+                 timeout: float = 5, source_port: int = 0) -> subprocess.CompletedProcess:
         """An HTTP GET from inside a pod's network namespace (or from this machine, outside the cluster, when no
         pod is named): localcp.podserve's client; ``returncode`` 0 and the body on stdout when answered."""
         from localcp import dataplane
         prefix = dataplane.enter(self.pod_holder(namespace, pod)) if pod else []
         argv = prefix + [sys.executable, "-m", "localcp.podserve", "get", url, "--timeout", str(timeout)]
+        if source_port:
+            argv += ["--source-port", str(source_port)]
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "tests"))
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 30, env=env, check=False)
 

@@ -100,7 +100,39 @@ def netexec(port: int) -> int:
     return 0
 
 
-def get(url: str, timeout: float) -> int:
+def get_from_port(url: str, timeout: float, source_port: int) -> int:
+    """One GET from a given source port (SO_REUSEADDR: the port may still be held by a closed connection to another
+    destination, as an ephemeral port the kernel hands out again may be)."""
+    parts = urllib.parse.urlsplit(url)
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.settimeout(timeout)
+        sock.bind(("0.0.0.0", source_port))
+        sock.connect((parts.hostname, parts.port or 80))
+        sock.sendall(f"GET {parts.path or '/'} HTTP/1.0\r\nHost: {parts.hostname}\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError as exc:
+        print(f"GET {url} from port {source_port}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        sock.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    if b" 200 " not in head.split(b"\r\n", 1)[0] + b" ":
+        print(f"GET {url}: {head[:80]!r}", file=sys.stderr)
+        return 1
+    sys.stdout.write(body.decode(errors="replace"))
+    return 0
+
+
+def get(url: str, timeout: float, source_port: int = 0) -> int:
+    if source_port:
+        return get_from_port(url, timeout, source_port)
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             sys.stdout.write(resp.read().decode(errors="replace"))
@@ -121,10 +153,11 @@ def main(argv=None) -> int:
     g = sub.add_parser("get")
     g.add_argument("url")
     g.add_argument("--timeout", type=float, default=5.0)
+    g.add_argument("--source-port", type=int, default=0)
     args = parser.parse_args(argv)
     if args.cmd == "netexec":
         return netexec(args.http_port)
-    return get(args.url, args.timeout)
+    return get(args.url, args.timeout, args.source_port)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ from .podrunner import _child_setup  # a session of its own, SIGTERM when the pa
 
 
 NODE_PORT = 30081
+DIRECT_PORT = 8080  # the server pod's port for the client's direct connections
+SERVICE_PORT = 8081  # the port its Services send to (a second container); workloads() says why they differ
 RECOVERED_WITHIN = 3.0  # seconds (see summarize)
 # seconds an attempt may take: a lost SYN is sent again after 1 s, so one retransmission passes and longer losses
 # count (with 1 s, attempts timed out on this 2-CPU machine under make test's load with nothing lost)
@@ -41,20 +43,28 @@ TIMEOUT = 2.0
 def workloads(server_node: str, client_node: str, namespace: str = "probe") -> list:
     """A server pod (netexec) on ``server_node``, a client pod on ``client_node`` (the prober runs in its network),
     a ClusterIP Service and a NodePort Service (externalTrafficPolicy Cluster: every node forwards) to the server,
-    and a ClusterIP Service ``server-late`` that selects the server only once it is labelled ``late=yes``."""
+    and a ClusterIP Service ``server-late`` that selects the server only once it is labelled ``late=yes``.
+
+    The Services send to ``SERVICE_PORT``, the client dials the pod itself on ``DIRECT_PORT``: Calico's eBPF
+    conntrack keys a Service connection by its backend (pod IP and target port) and drops a new connection whose
+    tuple an entry already has, and the kernel gives the client the same source port for the ClusterIP and for the
+    pod (the destinations differ before NAT). With one port, ~3% of the pod target's and ~20% of the ClusterIP
+    target's attempts were lost in eBPF mode, for as long as the entries lived (test_dataplane.py shows the drop;
+    the collection's connectivity workload keeps its ports apart for the same reason)."""
     from .traffic import netexec_pod
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-        netexec_pod("server", server_node, namespace), netexec_pod("client", client_node, namespace),
+        netexec_pod("server", server_node, namespace, ports=(DIRECT_PORT, SERVICE_PORT)),
+        netexec_pod("client", client_node, namespace),
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server", "namespace": namespace},
-         "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8080}]}},
+         "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": SERVICE_PORT}]}},
         # a Service whose endpoint appears during a switch (localcp.switches labels the server pod with
         # late=yes a few seconds into it): what kube-proxy or Felix must program while the data plane changes hands
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server-late", "namespace": namespace},
-         "spec": {"selector": {"app": "server", "late": "yes"}, "ports": [{"port": 80, "targetPort": 8080}]}},
+         "spec": {"selector": {"app": "server", "late": "yes"}, "ports": [{"port": 80, "targetPort": SERVICE_PORT}]}},
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server-nodeport", "namespace": namespace},
          "spec": {"type": "NodePort", "selector": {"app": "server"},
-                  "ports": [{"port": 80, "targetPort": 8080, "nodePort": NODE_PORT}]}},
+                  "ports": [{"port": 80, "targetPort": SERVICE_PORT, "nodePort": NODE_PORT}]}},
     ]
 
 

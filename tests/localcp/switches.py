@@ -172,7 +172,7 @@ class Switches:
         c.wait_for(lambda: {n["pod"] for n in c.pod_networks() if n["namespace"] == self.ns and n["ips"]}
                    == {"server", "client"}, timeout=timeout, interval=2,
                    what=f"the probe pods wired by Calico's CNI plugin ({c.pod_networks()})")
-        c.wait_for(lambda: len([p for p in c.processes("agnhost") if p["namespace"] == self.ns and p["pid"]]) == 2,
+        c.wait_for(lambda: len([p for p in c.processes("agnhost") if p["namespace"] == self.ns and p["pid"]]) == 3,
                    timeout=90, what="the probe pods' netexec servers")
         c.wait_for(lambda: not self.probe_once(), timeout=120, interval=2,
                    what="every probe target answering once before any switch")
@@ -186,7 +186,7 @@ class Switches:
         nodeport = f"http://{node2}:{prober.NODE_PORT}/hostname"
         late = _get(c, "service", "server-late", "-n", self.ns)["spec"]["clusterIP"]
         return ({"clusterip": f"http://{svc}:80/hostname", "nodeport": nodeport,
-                 "pod": f"http://{pod_ip}:8080/hostname", "late-endpoint": f"http://{late}:80/hostname"},
+                 "pod": f"http://{pod_ip}:{prober.DIRECT_PORT}/hostname", "late-endpoint": f"http://{late}:80/hostname"},
                 {"node-nodeport": nodeport})
 
     def probe_once(self) -> list:

@@ -25,21 +25,27 @@ AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 NODE_PORT = 30080
 
 
-def netexec_pod(name: str, node: str, namespace: str) -> dict:
-    """A pod with a network (Calico's CNI plugin) running agnhost netexec on 8080, labelled ``app: <name>``."""
+def netexec_pod(name: str, node: str, namespace: str, ports: tuple = (8080,)) -> dict:
+    """A pod with a network (Calico's CNI plugin) running agnhost netexec on 8080 (and on each further port, a
+    container each), labelled ``app: <name>``."""
+    containers = [{"name": "netexec" if i == 0 else f"netexec-{port}", "image": AGNHOST,
+                   "args": ["netexec", f"--http-port={port}"]} for i, port in enumerate(ports)]
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "labels": {"app": name},
                          "annotations": {dataplane.NETWORK_ANNOTATION: "true"}},
-            "spec": {"nodeName": node, "containers": [{"name": "netexec", "image": AGNHOST,
-                                                       "args": ["netexec", "--http-port=8080"]}]}}
+            "spec": {"nodeName": node, "containers": containers}}
 
 
 def workloads(server_node: str, client_node: str, namespace: str = NAMESPACE) -> list:
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-        netexec_pod("server", server_node, namespace), netexec_pod("client", client_node, namespace),
+        # the server also serves 8081, the target of Service server-apart (test_dataplane.py: a Service's target port
+        # apart from the port the client dials directly, and why it matters in eBPF mode)
+        netexec_pod("server", server_node, namespace, ports=(8080, 8081)), netexec_pod("client", client_node, namespace),
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server", "namespace": namespace},
          "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8080}]}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server-apart", "namespace": namespace},
+         "spec": {"selector": {"app": "server"}, "ports": [{"port": 80, "targetPort": 8081}]}},
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server-nodeport", "namespace": namespace},
          "spec": {"type": "NodePort", "externalTrafficPolicy": "Local", "selector": {"app": "server"},
                   "ports": [{"port": 80, "targetPort": 8080, "nodePort": NODE_PORT}]}},

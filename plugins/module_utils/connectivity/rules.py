@@ -67,12 +67,15 @@ def problems(params, prefix=""):
     if not _LABEL.match(ns) or len(ns) > 63:
         out.append("%s is %r: give a namespace name (lower-case letters, digits and '-', at most 63)" % (
             name("namespace"), ns))
-    for option in ("http_port", "host_port"):
+    ports = ("http_port", "service_port", "host_port")
+    for option in ports:
         value = p.get(option)
         if value is not None and not 1 <= value <= 65535:
             out.append("%s is %r: give a TCP port, 1 to 65535" % (name(option), value))
-    if p.get("http_port") is not None and p.get("http_port") == p.get("host_port"):
-        out.append("%s and %s are both %s: give two ports" % (name("http_port"), name("host_port"), p["http_port"]))
+    for i, first in enumerate(ports):
+        for second in ports[i + 1:]:
+            if p.get(first) is not None and p.get(first) == p.get(second):
+                out.append("%s and %s are both %s: give two ports" % (name(first), name(second), p[first]))
     node_port = p.get("node_port")
     if node_port and not NODE_PORT_RANGE[0] <= node_port <= NODE_PORT_RANGE[1]:
         out.append("%s is %r: give 0 (the API server picks one) or a port in %d-%d" % (
@@ -152,18 +155,26 @@ def layout(nodes):
     return out
 
 
-def _pod(namespace, name, node, role, image, port, host_network=False):
+def _container(name, image, port):
+    return {"name": name, "image": image, "args": ["netexec", "--http-port=%d" % port, "--udp-port=-1"],
+            "ports": [{"containerPort": port, "protocol": "TCP"}],
+            "readinessProbe": {"httpGet": {"path": "/healthz", "port": port}, "periodSeconds": 2}}
+
+
+def _pod(namespace, name, node, role, image, port, host_network=False, service_port=None):
     labels = {PART_OF: PART_OF_VALUE, ROLE_LABEL: role}
     if _LABEL_VALUE.match(node):
         labels[NODE_LABEL] = node  # a policy of the user's (or a test's) can single out one node's probe pods
     spec = {"nodeName": node, "automountServiceAccountToken": False, "enableServiceLinks": False,
             "terminationGracePeriodSeconds": 1, "restartPolicy": "Always",
             "tolerations": [{"operator": "Exists"}],  # every selected node, as a DaemonSet would be
-            "containers": [{"name": "netexec", "image": image,
-                            "args": ["netexec", "--http-port=%d" % port, "--udp-port=-1"],
-                            "ports": [{"containerPort": port, "protocol": "TCP"}],
-                            "readinessProbe": {"httpGet": {"path": "/healthz", "port": port},
-                                               "periodSeconds": 2}}]}
+            "containers": [_container("netexec", image, port)]}
+    if service_port:
+        # the port the Services send to, apart from the one pods dial directly: Calico's eBPF conntrack keys a
+        # Service connection by its backend (pod IP and target port) and cannot create a second entry for the same
+        # tuple, so a client pod that dials a ClusterIP and the backend itself from one source port (the kernel
+        # allows it: the destinations differ before NAT) has the later SYN dropped ("failed to create conntrack")
+        spec["containers"].append(_container("netexec-service", image, service_port))
     if host_network:
         spec["hostNetwork"] = True
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
@@ -171,19 +182,20 @@ def _pod(namespace, name, node, role, image, port, host_network=False):
             "spec": spec}
 
 
-def manifests(namespace, pods, image, http_port, host_port, node_port=0):
-    """The probe workload: its namespace, three pods per node, a ClusterIP and a NodePort Service."""
+def manifests(namespace, pods, image, http_port, host_port, node_port=0, service_port=None):
+    """The probe workload: its namespace, three pods per node, a ClusterIP and a NodePort Service; the server pods
+    serve the Services on ``service_port`` (a second container), the pods' direct dials on ``http_port``."""
     labels = {PART_OF: PART_OF_VALUE}
     # hostNetwork pods are "privileged" for Pod Security Admission; the namespace is the check's own
     docs = [{"apiVersion": "v1", "kind": "Namespace",
              "metadata": {"name": namespace, "labels": dict(labels, **{
                  "pod-security.kubernetes.io/enforce": "privileged"})}}]
     for p in pods:
-        docs.append(_pod(namespace, p["server"], p["node"], "server", image, http_port))
+        docs.append(_pod(namespace, p["server"], p["node"], "server", image, http_port, service_port=service_port))
         docs.append(_pod(namespace, p["client"], p["node"], "client", image, http_port))
         docs.append(_pod(namespace, p["host"], p["node"], "host", image, host_port, host_network=True))
     selector = {PART_OF: PART_OF_VALUE, ROLE_LABEL: "server"}
-    port = {"name": "http", "port": 80, "targetPort": http_port, "protocol": "TCP"}
+    port = {"name": "http", "port": 80, "targetPort": service_port or http_port, "protocol": "TCP"}
     docs.append({"apiVersion": "v1", "kind": "Service",
                  "metadata": {"name": "server", "namespace": namespace, "labels": labels},
                  "spec": {"type": "ClusterIP", "selector": selector, "ports": [port]}})

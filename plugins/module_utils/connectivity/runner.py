@@ -105,7 +105,7 @@ def plan(client, p, prefix="", facts=True):
     pods = rules.layout(selected)
     out = {"nodes": [x["node"] for x in pods], "pods": pods, "skipped_nodes": skipped,
            "manifests": rules.manifests(p["namespace"], pods, p["image"], p["http_port"], p["host_port"],
-                                        p["node_port"]),
+                                        p["node_port"], service_port=p["service_port"]),
            "policy": rules.deny_policy(p["namespace"]), "leftover": ns is not None}
     if facts:
         dns_ns, dns_name = ((p["dns_service"] or "").split("/", 1) + [""])[:2]

@@ -26,7 +26,7 @@ def node(name, ready=True, ip="10.0.0.1", labels=None):
 
 def params(**kw):
     p = {"stage": "plan", "namespace": rules.DEFAULT_NAMESPACE, "node_selector": {}, "max_nodes": 0,
-         "image": rules.DEFAULT_IMAGE, "http_port": 8080, "host_port": 8083, "node_port": 0,
+         "image": rules.DEFAULT_IMAGE, "http_port": 8080, "service_port": 8081, "host_port": 8083, "node_port": 0,
          "checks": list(rules.CHECKS), "expect": "allowed", "attempts": 2, "policy_timeout": 60,
          "dns_service": "kube-system/kube-dns", "cluster_domain": "cluster.local",
          "kube_proxy_namespace": "kube-system", "kube_proxy_selector": "k8s-app=kube-proxy", "probe_file": None,
@@ -44,6 +44,12 @@ def test_bad_input_names_each_variable_before_any_request():
                  "connectivity_attempts is 0", "connectivity_node_port is 80", "connectivity_http_port is 70000",
                  "connectivity_namespace is 'Not_A_Name'", "connectivity_workers is 0", "nothing was deployed"):
         assert part in text, text
+
+
+def test_the_three_ports_must_differ():
+    with pytest.raises(ConnectivityError) as err:
+        validate(params(service_port=8083), prefix="connectivity_")
+    assert "connectivity_service_port and connectivity_host_port are both 8083: give two ports" in str(err.value)
     with pytest.raises(ConnectivityError, match="connectivity_checks is empty"):
         validate(params(checks=[]), prefix="connectivity_")
     with pytest.raises(ConnectivityError, match="probe_file is not set.*stop_file is not set"):
@@ -63,7 +69,7 @@ def test_a_selector_that_matches_no_ready_node_fails_naming_it_and_what_it_found
 def test_the_workload_is_three_pods_per_node_and_two_services_in_its_own_namespace():
     pods = rules.layout([node("node-1", ip="10.0.0.1"), node("Node.Two", ip="10.0.0.2"), node("x" * 70, ip="1.1.1.1")])
     assert [p["server"] for p in pods] == ["server-node-1", "server-node.two", "server-2"]
-    docs = rules.manifests("probe", pods, "img", 8080, 8083, node_port=30500)
+    docs = rules.manifests("probe", pods, "img", 8080, 8083, node_port=30500, service_port=8081)
     kinds = [d["kind"] for d in docs]
     assert kinds == ["Namespace"] + ["Pod"] * 9 + ["Service", "Service"]
     assert docs[0]["metadata"]["labels"][rules.PART_OF] == rules.PART_OF_VALUE
@@ -73,6 +79,11 @@ def test_the_workload_is_three_pods_per_node_and_two_services_in_its_own_namespa
     server = next(d for d in docs if d["metadata"]["name"] == "server-node-1")
     assert "hostNetwork" not in server["spec"] and server["spec"]["automountServiceAccountToken"] is False
     assert server["spec"]["tolerations"] == [{"operator": "Exists"}]
+    # the Services' port apart from the direct one (Calico's eBPF conntrack, rules._pod says why)
+    assert [c["args"][1] for c in server["spec"]["containers"]] == ["--http-port=8080", "--http-port=8081"]
+    client = next(d for d in docs if d["metadata"]["name"] == "client-node-1")
+    assert [c["args"][1] for c in client["spec"]["containers"]] == ["--http-port=8080"]
+    assert {d["spec"]["ports"][0]["targetPort"] for d in docs if d["kind"] == "Service"} == {8081}
     nodeport = docs[-1]
     assert nodeport["spec"]["type"] == "NodePort" and nodeport["spec"]["ports"][0]["nodePort"] == 30500
     assert "nodePort" not in rules.manifests("probe", pods, "img", 8080, 8083)[-1]["spec"]["ports"][0]
