@@ -16,7 +16,7 @@ export ANSIBLE_NOCOLOR := 1
 export PY_COLORS := 0
 
 .PHONY: help venv collection binaries demo-binaries debian-packages cluster-up cluster-down cluster-env demo test lint sanity unit \
-	integration reliability molecule changelog build clean bench bench-footprint bench-switch bench-connectivity
+	integration reliability molecule changelog build clean bench bench-footprint bench-switch bench-connectivity bench-fleet
 
 help:
 	@echo "make demo   - start the local control plane and run the eBPF install against it"
@@ -119,6 +119,10 @@ bench-switch: venv collection binaries
 # The connectivity check's wall time on 3 and 10 nodes, 8 dials at a time against one: benchmarks/results/connectivity.md
 bench-connectivity: venv collection binaries
 	@$(BIN)/python benchmarks/connectivity.py $(BENCH_ARGS)
+
+# fleet_rollout against a shell loop of install_ebpf over 5 control planes: benchmarks/results/fleet.md
+bench-fleet: venv collection binaries
+	@$(BIN)/python benchmarks/fleet.py $(BENCH_ARGS)
 
 changelog: venv
 	@$(BIN)/antsibull-changelog lint

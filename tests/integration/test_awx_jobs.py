@@ -224,9 +224,13 @@ def awx_job(cluster, templates, execution_environment, credential, tmp_path, mon
             monkeypatch.delenv(key)
     runs = []
 
-    def run(playbook, answers=None, inventory_vars=None):
+    def run(playbook, answers=None, inventory_vars=None, inventory_files=None, inject_credential=True, artifacts=None):
+        """``inventory_files``: more inventory sources beside the imported one (name -> content; a fleet's);
+        ``inject_credential`` False: no credential on the job (a fleet's clusters bring their own settings);
+        ``artifacts``: what an earlier node of a workflow published (set_stats), passed on as AWX does."""
         jt = templates[playbook]
         extra = awx_extra_vars(jt["survey_spec"], dict(answers or {}))
+        extra.update(artifacts or {})
         pdd = tmp_path / ("job%d" % (len(runs) + 1))
         # the project: a checkout of this repository (the playbooks and inventories AWX reads from it)
         for folder in ("playbooks", "inventories"):
@@ -239,8 +243,10 @@ def awx_job(cluster, templates, execution_environment, credential, tmp_path, mon
         local.update(NO_NETWORK_VARS)  # kwok's nodes carry no packet: no connectivity check or prober around the jobs
         local.update(inventory_vars or {})
         (pdd / "inventory" / "group_vars" / "all" / "zz_awx_inventory.yml").write_text(yaml.safe_dump(local))
+        for name, content in (inventory_files or {}).items():
+            (pdd / "inventory" / name).write_text(content)
         (pdd / "home").mkdir()
-        envvars = inject_bearer_token(credential, pdd)
+        envvars = inject_bearer_token(credential, pdd) if inject_credential else {}
         envvars.update({"ANSIBLE_COLLECTIONS_PATH": execution_environment, "HOME": str(pdd / "home"),
                         "PATH": str(BIN) + os.pathsep + os.environ.get("PATH", ""), "ANSIBLE_NOCOLOR": "1",
                         "ANSIBLE_FORCE_COLOR": "0", "JOB_ID": str(len(runs) + 1), "AWX_HOST": "https://awx.invalid"})
@@ -251,8 +257,9 @@ def awx_job(cluster, templates, execution_environment, credential, tmp_path, mon
         job = Job(runner, extra, mark, pdd)
         runs.append(job)
         # the credential went where AWX puts it: a 0600 file in the private data directory
-        ca_file = Path(envvars["K8S_AUTH_SSL_CA_CERT"])
-        assert ca_file.parent == pdd and stat.S_IMODE(ca_file.stat().st_mode) == 0o600
+        if inject_credential:
+            ca_file = Path(envvars["K8S_AUTH_SSL_CA_CERT"])
+            assert ca_file.parent == pdd and stat.S_IMODE(ca_file.stat().st_mode) == 0o600
         # the token is not in the job's output or events
         assert credential["bearer_token"] not in job.stdout
         assert credential["bearer_token"] not in json.dumps(job.events)
@@ -278,7 +285,7 @@ def test_every_job_template_is_run_by_a_test_here(templates):
                "playbooks/install_ebpf.yml", "playbooks/enable_ebpf.yml", "playbooks/owner_references.yml",
                "playbooks/migrate_host_endpoints.yml", "playbooks/upgrade.yml", "playbooks/disable_ebpf.yml",
                "playbooks/migrate_datastore.yml", "playbooks/migrate_to_operator.yml",
-               "playbooks/collect_diagnostics.yml", "playbooks/check_connectivity.yml"}
+               "playbooks/collect_diagnostics.yml", "playbooks/check_connectivity.yml", "playbooks/fleet_rollout.yml"}
     assert set(templates) == covered
 
 
@@ -647,3 +654,63 @@ def test_migrate_to_operator_job(cluster, awx_job):
                 ("serviceaccounts", "calico-node")} <= written, written
     finally:
         install.cleanup()
+
+
+def _fleet_inventory(credential, tmp_path, hosts):
+    """A fleet inventory (inventories/fleet's shape): each host a cluster with its own K8S_AUTH_* values
+    (calico_k8s_auth, as a vault would hold them), here every one this control plane under another name."""
+    ca = tmp_path / "fleet-ca.crt"
+    ca.write_text(credential["ssl_ca_cert"])
+    ca.chmod(0o600)
+    auth = {"K8S_AUTH_HOST": credential["host"], "K8S_AUTH_API_KEY": credential["bearer_token"],
+            "K8S_AUTH_SSL_CA_CERT": str(ca), "K8S_AUTH_VERIFY_SSL": "true"}
+    inv = {"all": {"children": {"calico_fleet": {
+        "hosts": {h: {"calico_k8s_auth": auth} for h in hosts},
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}
+    return {"fleet.yml": yaml.safe_dump(inv)}
+
+
+def test_fleet_rollout_workflow_jobs(cluster, kube_proxy_daemonset, credential, awx_job, tmp_path):
+    """The fleet workflow's nodes (configure.yml: canary -> approval -> rest, a failure edge to the diagnostics
+    template), each run as AWX runs it. The fleet's clusters carry their own K8S_AUTH_* values (no credential on
+    the job): two hosts, both this control plane. The approval node is AWX's own (not run here)."""
+    inventory = _fleet_inventory(credential, tmp_path, ["cluster-a", "cluster-b"])
+    base = {"fleet_rollout_job": "install_ebpf", "fleet_rollout_gate_connectivity": "false",
+            "fleet_rollout_gate_timeout": 120}
+    install = {"ebpf_install_manifest_url": cluster.mirror_url, "ebpf_install_poll_interval": 5,
+               "ebpf_install_platform": "kubeadm", "kube_proxy_timeout": 120, "kube_proxy_poll_interval": 5,
+               "fleet_rollout_canary": ["cluster-a"]}
+    canary = awx_job("playbooks/fleet_rollout.yml", dict(base, fleet_rollout_scope="canary"),
+                     inventory_vars=install, inventory_files=inventory, inject_credential=False)
+    canary.assert_successful()
+    summary = canary.artifacts["calico_fleet_rollout"]
+    assert [(r["cluster"], r["status"]) for r in summary["clusters"]] == [("cluster-a", "ok")], summary
+    assert canary.artifacts["calico_target"] == "localhost"  # no failed cluster for a failure edge
+    inst = json.loads(cluster.kubectl("get", "installation", "default", "-o", "json").stdout)
+    assert inst["spec"]["calicoNetwork"]["linuxDataplane"] == "BPF"
+    assert writes_by_the_service_account(cluster, canary)  # the cluster's own settings: the ServiceAccount's token
+
+    rest = awx_job("playbooks/fleet_rollout.yml", dict(base, fleet_rollout_scope="rest"),
+                   inventory_vars=install, inventory_files=inventory, inject_credential=False,
+                   artifacts=canary.artifacts)
+    rest.assert_successful()
+    summary = rest.artifacts["calico_fleet_rollout"]
+    assert [(r["cluster"], r["status"]) for r in summary["clusters"]] == [("cluster-b", "already done")], summary
+    assert writes_by_the_service_account(cluster, rest) == []
+
+    # a canary that fails its gate (a TigeraStatus component that never reports): the run fails, publishes the
+    # failed cluster as calico_target, and the failure edge's diagnostics job collects that cluster's archive
+    failing = awx_job("playbooks/fleet_rollout.yml", dict(base, fleet_rollout_scope="canary", fleet_rollout_gate_timeout=10),
+                      inventory_vars=dict(install, fleet_rollout_tigerastatus=["calico", "never-reported"]),
+                      inventory_files=inventory, inject_credential=False)
+    assert failing.status == "failed", failing.stdout[-3000:]
+    row = failing.artifacts["calico_fleet_rollout"]["clusters"][0]
+    assert row["status"] == "failed" and "never-reported" in row["gate"], row
+    assert failing.artifacts["calico_target"] == "cluster-a"
+    diag = awx_job("playbooks/collect_diagnostics.yml", {"diagnostics_dir": str(tmp_path / "diag")},
+                   inventory_files=inventory, inject_credential=False,
+                   artifacts={"calico_target": failing.artifacts["calico_target"]})
+    diag.assert_successful()
+    assert list((tmp_path / "diag").glob("*.tar.gz")), diag.stdout[-3000:]
+    for job in (canary, rest, failing, diag):
+        assert credential["bearer_token"] not in job.stdout and credential["bearer_token"] not in json.dumps(job.events)

@@ -156,3 +156,29 @@ def test_a_survey_variable_that_is_not_an_option_is_refused(tmp_path):
     assert proc.returncode != 0
     assert "kube_proxy_sate is not a str, int, bool or choices option of kube_proxy" in proc.stdout
     assert not (tmp_path / "objects.json").exists()
+
+
+def test_the_fleet_workflow_is_canary_approval_rest_with_a_failure_edge_to_diagnostics(rendered):
+    wf = rendered["workflow"]
+    nodes = {n["identifier"]: n for n in wf["nodes"]}
+    assert set(nodes) == {"canary", "approval", "rest", "diagnostics"}
+    templates = {jt["name"] for jt in rendered["job_templates"]}
+    for ident in ("canary", "rest", "diagnostics"):
+        assert nodes[ident]["unified_job_template"]["type"] == "job_template"
+        assert nodes[ident]["unified_job_template"]["name"] in templates, nodes[ident]
+    assert nodes["canary"]["extra_data"] == {"fleet_rollout_scope": "canary"}
+    assert nodes["rest"]["extra_data"] == {"fleet_rollout_scope": "rest"}
+    approval = nodes["approval"]["unified_job_template"]
+    assert approval["type"] == "workflow_approval" and approval["timeout"] == 3600
+    assert nodes["canary"]["related"]["success_nodes"] == [{"identifier": "approval"}]
+    assert nodes["approval"]["related"]["success_nodes"] == [{"identifier": "rest"}]
+    assert nodes["canary"]["related"]["failure_nodes"] == [{"identifier": "diagnostics"}]
+    assert nodes["rest"]["related"]["failure_nodes"] == [{"identifier": "diagnostics"}]
+    assert nodes["diagnostics"]["unified_job_template"]["name"].endswith("Collect Calico diagnostics")
+    # the scope each node passes is a question of the fleet template's survey (AWX drops extra data otherwise)
+    fleet = next(jt for jt in rendered["job_templates"] if jt["playbook"] == "playbooks/fleet_rollout.yml")
+    assert "fleet_rollout_scope" in [q["variable"] for q in fleet["survey_spec"]["spec"]]
+    assert wf["inventory"] == rendered["fleet_inventory"]["name"]
+    assert rendered["fleet_inventory"]["source_path"] == "inventories/fleet"
+    assert fleet["inventory"] == rendered["fleet_inventory"]["name"]
+    assert {jt["inventory"] for jt in rendered["job_templates"] if jt is not fleet} == {rendered["inventory"]["name"]}

@@ -25,9 +25,15 @@ ROLES = sorted(p.parent.parent.name for p in (ROOT / "roles").glob("*/meta/argum
 # Variables the collection reads that are not a role option: calico_platform and calico_manifest_url are the
 # defaults of the roles' *_platform and ebpf_install_manifest_url; inventories/local also sets
 # calico_chart_repo_url (its upgrade_chart_repo_url reads it).
-SHARED = {"calico_platform", "calico_manifest_url", "calico_chart_repo_url"}
+# calico_kubeconfig, calico_context and calico_k8s_auth are a fleet inventory's per-cluster connection settings
+# (inventories/fleet, docs/fleet.md): the roles' *_kubeconfig / *_context defaults and the playbooks' environment.
+SHARED = {"calico_platform", "calico_manifest_url", "calico_chart_repo_url", "calico_kubeconfig", "calico_context",
+          "calico_k8s_auth"}
 # Options that only matter on one platform, by a word of their name: each must be set in that platform's
 # example inventory.
+# The host whose variables an inventory is checked on: the controller (localhost), or in the fleet inventory (each
+# host a cluster, docs/fleet.md) a cluster host, whose group calico_fleet carries the platform and the connection.
+SUBJECT = {"fleet": "staging-eu-1"}
 PLATFORM_WORDS = {
     "kops": ("_kops_", "aws_dns"),
     "openshift": ("_openshift_",),
@@ -85,9 +91,20 @@ def test_every_example_platform_has_an_inventory():
 @pytest.mark.parametrize("name", INVENTORIES)
 def test_inventory_lists_and_sets_the_platform(name):
     data = inventory(name)
-    localhost = data["_meta"]["hostvars"]["localhost"]
-    assert localhost["ansible_connection"] == "local"
-    assert localhost["calico_platform"] == ("kubeadm" if name == "local" else name)
+    host = data["_meta"]["hostvars"][SUBJECT.get(name, "localhost")]
+    assert host["ansible_connection"] == "local"
+    assert host["calico_platform"] == ("kubeadm" if name in ("local", "fleet") else name)
+
+
+def test_every_host_of_the_fleet_is_a_cluster_with_connection_settings():
+    data = inventory("fleet")
+    hosts = data["calico_fleet"]["children"]
+    clusters = [h for child in hosts for h in data[child]["hosts"]]
+    assert len(clusters) >= 3 and SUBJECT["fleet"] in clusters
+    for host in clusters:
+        v = data["_meta"]["hostvars"][host]
+        assert v["ansible_connection"] == "local", host
+        assert v.get("calico_kubeconfig") or (v.get("calico_k8s_auth") or {}).get("K8S_AUTH_HOST"), host
 
 
 @pytest.mark.parametrize("name", INVENTORIES)
@@ -103,7 +120,7 @@ def test_every_playbook_passes_syntax_check(name):
 def test_role_variables_are_options_of_the_role(name):
     """A variable named like a role's option (its prefix) must be one: a typo would be ignored silently."""
     options = role_options()
-    localhost = inventory(name)["_meta"]["hostvars"]["localhost"]
+    localhost = inventory(name)["_meta"]["hostvars"][SUBJECT.get(name, "localhost")]
     unknown = []
     for var in localhost:
         for role in sorted(options, key=len, reverse=True):
@@ -140,11 +157,11 @@ def test_inventory_values_pass_the_roles_argument_specs(name, tmp_path):
                 "ansible.builtin.validate_argument_spec": {
                     "argument_spec": "{{ (lookup('ansible.builtin.file', '%s') | from_yaml).argument_specs['%s'].options }}"
                                      % (ROOT / "roles" / role / "meta" / "argument_specs.yml", entry),
-                    "provided_arguments": "{{ hostvars['localhost'] | dict2items | selectattr('key', 'in', %s)"
+                    "provided_arguments": "{{ hostvars[inventory_hostname] | dict2items | selectattr('key', 'in', %s)"
                                           " | items2dict }}" % json.dumps(sorted(entries[entry])),
                 },
             })
-    play = [{"name": "Validate", "hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+    play = [{"name": "Validate", "hosts": SUBJECT.get(name, "localhost"), "gather_facts": False, "tasks": tasks}]
     path = tmp_path / "validate.yml"
     path.write_text(yaml.safe_dump(play, sort_keys=False))
     proc = run(str(BIN / "ansible-playbook"), "-i", str(ROOT / "inventories" / name), str(path))
