@@ -171,6 +171,7 @@ def test_bad_input_fails_before_any_cluster_is_written(fleet, tmp_path, extra, o
     inventory = _inventory(fleet, tmp_path / "fleet.yml", tmp_path, overrides=overrides)
     marks = {name: c.audit.mark() for name, c in fleet.items()}
     result = _rollout(fleet, tmp_path, inventory, **extra)
-    assert result.rc != 0 and message in result.stdout, result.stdout[-3000:]
+    # the JSON callback's output: the message as a JSON string's content
+    assert result.rc != 0 and json.dumps(message)[1:-1] in result.stdout, result.stdout[-3000:]
     for name, c in fleet.items():
         assert not c.audit.writes_since(marks[name]), name

@@ -366,6 +366,27 @@ CASES = [
      r"connectivity_probe_dir: the prober's file .*/probes/prober-.*\.jsonl cannot be created: .* is not a directory"),
     ("connectivity-module-port-out-of-range", "module:connectivity_info", {"stage": "plan", "http_port": 70000},
      r"http_port is 70000: give a TCP port, 1 to 65535"),
+    ("connectivity-service-port-is-the-host-port", "role:connectivity", {"connectivity_service_port": 8083},
+     r"connectivity_service_port and connectivity_host_port are both 8083: give two ports"),
+    # -- fleet_rollout (the plan, on the controller; the clusters' own cases in integration/test_fleet.py) ----------
+    ("fleet-unknown-job", "role:fleet_rollout", {"fleet_rollout_job": "reinstall"},
+     r"fleet_rollout_job must be one of: install_ebpf, enable_ebpf, upgrade, disable_ebpf"),
+    ("fleet-group-without-hosts", "role:fleet_rollout",
+     {"fleet_rollout_job": "enable_ebpf", "fleet_rollout_group": "no-such-group"},
+     r"fleet_rollout_group \"no-such-group\" has no hosts in the inventory"),
+    ("fleet-canary-outside-the-group", "role:fleet_rollout",
+     {"fleet_rollout_job": "enable_ebpf", "fleet_rollout_group": "all", "fleet_rollout_canary": "cluster-nowhere"},
+     r"fleet_rollout_canary names cluster-nowhere, not a host of group all"),
+    ("fleet-batch-0", "role:fleet_rollout", {"fleet_rollout_job": "upgrade", "fleet_rollout_batch": 0},
+     r"fleet_rollout_batch is \"0\": give a count of clusters"),
+    ("fleet-batch-over-100-percent", "role:fleet_rollout", {"fleet_rollout_job": "upgrade", "fleet_rollout_batch": "101%"},
+     r"fleet_rollout_batch is \"101%\""),
+    ("fleet-max-fail-over-100", "role:fleet_rollout",
+     {"fleet_rollout_job": "upgrade", "fleet_rollout_max_fail_percentage": 150},
+     r"fleet_rollout_max_fail_percentage is \"150\": give a percentage, 0 to 100"),
+    ("fleet-rollback-of-an-upgrade", "role:fleet_rollout",
+     {"fleet_rollout_job": "upgrade", "fleet_rollout_rollback_failed": True},
+     r"fleet_rollout_rollback_failed is true, but job upgrade has no rollback"),
 ]
 
 CASE_IDS = [c[0] for c in CASES]
