@@ -679,7 +679,7 @@ def test_fleet_rollout_workflow_jobs(cluster, kube_proxy_daemonset, credential, 
             "fleet_rollout_gate_timeout": 120}
     install = {"ebpf_install_manifest_url": cluster.mirror_url, "ebpf_install_poll_interval": 5,
                "ebpf_install_platform": "kubeadm", "kube_proxy_timeout": 120, "kube_proxy_poll_interval": 5,
-               "fleet_rollout_canary": ["cluster-a"]}
+               "fleet_rollout_canary": ["cluster-a"], "fleet_rollout_summary_dir": str(tmp_path / "fleet-summary")}
     canary = awx_job("playbooks/fleet_rollout.yml", dict(base, fleet_rollout_scope="canary"),
                      inventory_vars=install, inventory_files=inventory, inject_credential=False)
     canary.assert_successful()
@@ -712,5 +712,8 @@ def test_fleet_rollout_workflow_jobs(cluster, kube_proxy_daemonset, credential, 
                    artifacts={"calico_target": failing.artifacts["calico_target"]})
     diag.assert_successful()
     assert list((tmp_path / "diag").glob("*.tar.gz")), diag.stdout[-3000:]
+    # the failed canary's own archive, and the summaries, where the rollout was told to write them
+    assert (tmp_path / "fleet-summary" / "diagnostics-cluster-a.tar.gz").is_file()
+    assert json.loads((tmp_path / "fleet-summary" / "fleet-rollout-install_ebpf.json").read_text())["clusters"]
     for job in (canary, rest, failing, diag):
         assert credential["bearer_token"] not in job.stdout and credential["bearer_token"] not in json.dumps(job.events)
