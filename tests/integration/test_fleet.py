@@ -48,7 +48,7 @@ def _inventory(fleet, path: Path, work: Path, overrides: dict | None = None) -> 
     return localfleet.write_inventory(fleet, path, work, overrides)
 
 
-def _rollout(fleet, tmp_path, inventory, **extra):
+def _rollout(fleet, tmp_path, inventory, check=False, **extra):
     first = next(iter(fleet.values()))
     v = {"fleet_rollout_job": "install_ebpf", "fleet_rollout_canary": ["cluster-1"], "fleet_rollout_batch": 2,
          "fleet_rollout_gate_connectivity": False, "fleet_rollout_gate_timeout": 120,
@@ -56,7 +56,7 @@ def _rollout(fleet, tmp_path, inventory, **extra):
     v.update(extra)
     # the controller names no cluster: each task has only its own host's settings
     return Ansible(first, tmp_path).playbook("playbooks/fleet_rollout.yml", inventory=str(inventory), extra_vars=v,
-                                              env=localfleet.CONTROLLER_ENV, timeout=1800)
+                                              env=localfleet.CONTROLLER_ENV, timeout=1800, check=check)
 
 
 def _first_and_last_write(cluster, mark):
@@ -99,6 +99,15 @@ def _state(cluster):
 def test_canary_then_batches_halting_on_the_first_cluster_that_degrades_then_a_rerun_finishes(fleet, tmp_path):
     inventory = _inventory(fleet, tmp_path / "fleet.yml", tmp_path,
                            overrides={FAILING: {"kube_proxy_timeout": 40, "fleet_rollout_gate_timeout": 40}})
+    # check mode first: every cluster's job previewed, batch after batch, and not one write anywhere
+    marks = {name: c.audit.mark() for name, c in fleet.items()}
+    preview = _rollout(fleet, tmp_path, inventory, check=True)
+    assert preview.rc == 0, preview.stdout[-6000:]
+    shown = preview.result_of("Show the summary, a row per cluster")["msg"]
+    assert "5 previewed in check mode" in shown[0] and all(" | checked | " in line for line in shown[1:]), shown
+    assert {name: len(c.audit.writes_since(marks[name])) for name, c in fleet.items()} == dict.fromkeys(CLUSTERS, 0)
+    assert not (tmp_path / "summary").exists()  # check mode writes no summary either
+
     marks = {name: c.audit.mark() for name, c in fleet.items()}
     addon = AddonManager(fleet[FAILING])
     addon.start()

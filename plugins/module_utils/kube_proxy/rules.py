@@ -13,7 +13,7 @@
 - MKE: an install-time flag; nothing to patch.
 - IPVS: ``switch_mode_text`` / ``switch_mode_args`` rewrite kube-proxy's mode to iptables.
 
-The mode *reading* is the preflight's (``preflight.cluster_rules.kube_proxy_mode_from_config`` / ``_from_args``).
+The mode *reading* is the platform package's (``platform.kube_proxy_mode``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,7 +23,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.cluster_rules import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.kube_proxy_mode import (
 
     kube_proxy_mode_from_args, kube_proxy_mode_from_config)
 

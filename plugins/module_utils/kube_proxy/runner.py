@@ -16,9 +16,9 @@ __metaclass__ = type
 import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import rules
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.platform import choose_platform
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.detect import choose_platform
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.server import (
     kops_cluster_name_from_host, parse_server)
 
 OPENSHIFT_NETWORK_API = "operator.openshift.io/v1"

@@ -14,6 +14,9 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.nodes import (  # noqa: F401  pylint: disable=unused-import
+    IMMUTABLE_OS, node_facts, parse_os, version_tuple)
+
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import (
     FAIL, OK, WARN, verdict)
 
@@ -26,7 +29,6 @@ except NameError:
 SUPPORTED_ARCHITECTURES = ("amd64", "arm64")
 _ARCH_ALIASES = {"x86_64": "amd64", "x86-64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
-IMMUTABLE_OS = ("talos", "bottlerocket", "flatcar", "fedora-coreos")
 RHEL_FAMILY = ("rhel", "centos", "centos-stream", "rocky", "almalinux", "rhcos")
 _OS_TITLES = {"ubuntu": "Ubuntu", "rhel": "RHEL", "centos": "CentOS", "centos-stream": "CentOS Stream",
               "rocky": "Rocky Linux", "almalinux": "AlmaLinux", "rhcos": "RHEL CoreOS", "talos": "Talos",
@@ -62,53 +64,6 @@ def parse_kernel(text):
     return tuple(int(g) if g is not None else 0 for g in m.groups())
 
 
-def _version(*groups):
-    out = []
-    for g in groups:
-        if g is None or g == "":
-            break
-        out.append(int(g))
-    return tuple(out) or None
-
-
-_OS_PATTERNS = (
-    # (id, regex on the lower-cased osImage / PRETTY_NAME; groups are the version numbers)
-    ("windows", re.compile(r"\bwindows\b")),
-    ("rhcos", re.compile(r"red hat enterprise linux coreos(?:\s+\d+\.(\d)(\d+)\.)?")),
-    ("rhel", re.compile(r"red hat enterprise linux(?:\s+(?:server|workstation|for \S+))?(?:\s+(\d+)(?:\.(\d+))?)?")),
-    ("centos-stream", re.compile(r"centos stream(?:\s+(\d+))?")),
-    ("centos", re.compile(r"centos(?: linux)?(?:\s+(\d+)(?:\.(\d+))?)?")),
-    ("rocky", re.compile(r"rocky linux(?:\s+(\d+)(?:\.(\d+))?)?")),
-    ("almalinux", re.compile(r"almalinux(?:\s+(\d+)(?:\.(\d+))?)?")),
-    ("ubuntu", re.compile(r"ubuntu(?:\s+(\d+)\.(\d+))?")),
-    ("fedora-coreos", re.compile(r"fedora coreos(?:\s+(\d+))?")),
-    ("talos", re.compile(r"\btalos\b(?:\s+\(?v?(\d+)\.(\d+))?")),
-    ("bottlerocket", re.compile(r"bottlerocket(?: os)?(?:\s+(\d+)\.(\d+))?")),
-    ("flatcar", re.compile(r"flatcar(?: container linux)?(?:[^0-9]*(\d+)\.(\d+))?")),
-)
-
-
-def parse_os(os_image):
-    """What an osImage (the kubelet's copy of PRETTY_NAME) says: ``{id, version, name, immutable}``.
-
-    ``id`` is one of ubuntu, rhel, centos, centos-stream, rocky, almalinux, rhcos, talos, bottlerocket,
-    flatcar, fedora-coreos, windows, ``other`` (any other distribution) or ``unknown`` (empty);
-    ``version`` a tuple of ints or None. For RHEL CoreOS the version is the RHEL release it is built on
-    (``415.92.x`` -> 9.2).
-    """
-    name = os_image.strip() if isinstance(os_image, _STRING_TYPES) else ""
-    low = name.lower()
-    info = {"id": "unknown" if not name else "other", "version": None, "name": name}
-    for os_id, pattern in _OS_PATTERNS:
-        m = pattern.search(low)
-        if m:
-            info["id"] = os_id
-            info["version"] = _version(*m.groups())
-            break
-    info["immutable"] = info["id"] in IMMUTABLE_OS
-    return info
-
-
 def parse_os_release(text):
     """The KEY=value pairs of an /etc/os-release file (quotes removed)."""
     out = {}
@@ -136,7 +91,7 @@ def os_from_release(release):
     if release.get("ID") == "fedora" and release.get("VARIANT_ID") == "coreos":
         info["id"], info["immutable"] = "fedora-coreos", True
     if info["id"] == "rhcos" and release.get("RHEL_VERSION"):
-        info["version"] = _version(*release["RHEL_VERSION"].split(".")[:2])
+        info["version"] = version_tuple(*release["RHEL_VERSION"].split(".")[:2])
     if not info["name"]:
         info["name"] = release.get("NAME", "")
     return info
@@ -149,27 +104,6 @@ def normalise_arch(arch):
 
 
 # -- facts: one shape for API nodes and hosts -------------------------------------------------------
-
-def node_facts(node):
-    """The facts of a Node object (from the API) that the rules read."""
-    node = node if isinstance(node, dict) else {}
-    meta = node.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    info = (node.get("status") or {}).get("nodeInfo") or {}
-    return {
-        "name": meta.get("name") or "",
-        "source": "api",
-        "architecture": info.get("architecture") or labels.get("kubernetes.io/arch")
-        or labels.get("beta.kubernetes.io/arch") or "",
-        "operating_system": info.get("operatingSystem") or labels.get("kubernetes.io/os")
-        or labels.get("beta.kubernetes.io/os") or "",
-        "os_image": info.get("osImage") or "",
-        "kernel": info.get("kernelVersion") or "",
-        "kubelet_version": info.get("kubeletVersion") or "",
-        "provider_id": (node.get("spec") or {}).get("providerID") or "",
-        "labels": labels,
-        "annotations": meta.get("annotations") or {},
-    }
 
 
 def host_facts(name, kernel, machine, os_release):

@@ -28,19 +28,10 @@ CLUSTER_CHECKS = ("platform", "kube_proxy_mode", "sctp_services", "policy_log_ac
 HOST_CHECKS = ("host_facts", "bpffs", "cgroup_v2", "vxlan_module", "vlan_devices")
 CHECK_NAMES = NODE_CHECKS + CLUSTER_CHECKS + HOST_CHECKS
 
-# -- platforms ------------------------------------------------------------------------------------
+# -- platforms (the platform package's facts, named here for the preflight's checks and its modules) ----------
 
-UNSUPPORTED_PLATFORMS = ("gke", "tkg", "rke")
-PLATFORMS = ("generic", "kubeadm", "openshift", "kops", "mke", "eks", "aks") + UNSUPPORTED_PLATFORMS
-PLATFORM_CHOICES = ("auto",) + PLATFORMS
-PLATFORM_TITLES = {
-    "generic": "generic Kubernetes", "kubeadm": "kubeadm", "openshift": "OpenShift", "kops": "kOps",
-    "mke": "Mirantis Kubernetes Engine (MKE)", "eks": "Amazon EKS", "aks": "Azure AKS",
-    "gke": "Google GKE", "tkg": "VMware Tanzu Kubernetes Grid (TKG)", "rke": "Rancher RKE",
-}
-
-FLEX_VOLUME_PATH = "/var/lib/kubelet/plugins"
-AWS_DNS = "169.254.169.253"
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (  # noqa: F401  pylint: disable=unused-import
+    AWS_DNS, FLEX_VOLUME_PATH, PLATFORM_CHOICES, PLATFORM_TITLES, PLATFORMS, UNSUPPORTED_PLATFORMS)
 
 
 def verdict(state, reason, **details):

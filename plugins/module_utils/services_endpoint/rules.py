@@ -21,9 +21,9 @@ __metaclass__ = type
 import re
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import is_ip_literal  # noqa: F401
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import (
-
-    AWS_DNS, PLATFORMS, PLATFORM_TITLES, UNSUPPORTED_PLATFORMS)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (  # noqa: F401  pylint: disable=unused-import
+    AWS_DNS, AWS_PLATFORMS, DEFAULT_PORTS, KOPS_HOST_PREFIX, MKE_HOST, PLATFORM_TITLES, PLATFORMS, UNSUPPORTED_PLATFORMS)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.server import kops_cluster_name_from_host, parse_server  # noqa: F401  pylint: disable=unused-import
 
 try:
     import ipaddress as _ipaddress
@@ -39,17 +39,11 @@ SUPPORTED_PLATFORMS = tuple(p for p in PLATFORMS if p not in UNSUPPORTED_PLATFOR
 PLATFORM_CHOICES = ("auto",) + SUPPORTED_PLATFORMS
 HOST_KEY = "KUBERNETES_SERVICE_HOST"
 PORT_KEY = "KUBERNETES_SERVICE_PORT"
-MKE_HOST = "proxy.local"
-KOPS_HOST_PREFIX = "api.internal."
-DEFAULT_PORTS = {"kops": 443, "openshift": 6443, "eks": 443, "aks": 443, "mke": 6444}
-AWS_PLATFORMS = ("eks", "kops")
 AWS_NAMESERVERS = (AWS_DNS,)
 # the services_endpoint_info module's option names (``host`` and ``port`` are kubernetes.core auth options)
 MODULE_NAMES = {"host": "endpoint_host", "port": "endpoint_port"}
 
 _LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
-_SERVER = re.compile(r"^(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?(?P<host>\[[^\]]*\]|[^:/?#]*)"
-                     r"(?::(?P<port>[^/?#]*))?(?P<path>[/?#].*)?$")
 
 
 def var_name(prefix, field):
@@ -82,31 +76,6 @@ def is_loopback(host):
     if _ipaddress is not None:
         return _ipaddress.ip_address(u"%s" % text).is_loopback
     return text.startswith("127.") or text == "::1"  # pragma: no cover - Python 2.7 targets
-
-
-def parse_server(url):
-    """``{url, scheme, host, port, path}`` of a kubeconfig server URL; None when it is not one.
-
-    ``https://api.example.com`` -> port 443 (80 for http); ``https://[fd00::1]:6443`` -> host ``fd00::1``.
-    """
-    if not isinstance(url, _STRING_TYPES) or not url.strip():
-        return None
-    m = _SERVER.match(url.strip())
-    if not m or not m.group("host"):
-        return None
-    scheme = (m.group("scheme") or "https").lower()
-    host = m.group("host")
-    if host.startswith("["):
-        host = host[1:-1]
-    port_text = m.group("port")
-    if port_text:
-        if not port_text.isdigit():
-            return None
-        port = int(port_text)
-    else:
-        port = 80 if scheme == "http" else 443
-    return {"url": url.strip(), "scheme": scheme, "host": host, "port": port,
-            "path": m.group("path") or ""}
 
 
 def validate_host(host, prefix="", field="host"):
@@ -178,17 +147,6 @@ def check_ip(host, allow_ip, origin, prefix="", allow_loopback=False):
                     "Calico then loses its connection to the API server. Set %s to a stable DNS name or "
                     "the load balancer's, or set %s: true if this address is static"
                     % (what, origin, var_name(prefix, "host"), var_name(prefix, "allow_ip")))]
-
-
-def kops_cluster_name_from_host(host):
-    """The kOps cluster name from an API host ``api.<name>`` or ``api.internal.<name>``; None otherwise."""
-    low = (host or "").lower()
-    if is_ip_literal(low):
-        return None
-    for head in ("api.internal.", "api."):
-        if low.startswith(head) and len(low) > len(head):
-            return host[len(head):]
-    return None
 
 
 def derive_endpoint(platform, server=None, host=None, port=None, allow_ip=False, allow_loopback=False,

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import dns_name_warning
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import rules
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.platform import choose_platform
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.detect import choose_platform
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
 
 OPENSHIFT_CONFIG_API = "config.openshift.io/v1"

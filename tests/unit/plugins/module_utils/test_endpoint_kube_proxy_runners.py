@@ -10,7 +10,7 @@ from kubernetes.dynamic.exceptions import api_exception
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.runner import run_kube_proxy_info
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.platform import choose_platform
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.detect import choose_platform
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.runner import (
     run_services_endpoint_info)
 
