@@ -125,25 +125,12 @@ options:
       - A file on the host that runs the module to which a line is appended for each step and each replaced or
         timed-out node, to follow a long wait (C(tail -f)). Not written in check mode.
     type: path
-  record_namespace:
-    description:
-      - Namespace of the record ConfigMaps. It must exist, and the module's identity must be allowed to create, get
-        and update ConfigMaps there; both are proven by a server-side dry run before the first write (see
-        O(variable_prefix)).
-    type: str
-    default: kube-system
   record_name:
     description:
       - Name of the record ConfigMap (further chunks are named C(<record_name>-1), C(-2), ...) and of the record
         in the file.
     type: str
     default: calico-ops-host-endpoint-migration
-  record_path:
-    description:
-      - Path of the record's JSON file on the host that runs the module.
-      - Defaults to C(~/.calico_ops/records/<record_name>-<cluster id>.json), where the cluster id is the UID of
-        namespace C(kube-system). A file that belongs to another cluster is refused.
-    type: path
   page_size:
     description:
       - Objects per LIST request.
@@ -158,6 +145,7 @@ options:
     default: 8
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - calico_ops.lifecycle.records
   - calico_ops.lifecycle.report
   - calico_ops.lifecycle.variable_prefix
 attributes:

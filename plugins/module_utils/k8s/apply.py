@@ -11,7 +11,7 @@ answer. Live objects are read with one LIST per type (paginated) when several do
 The dry runs go out ``workers`` at a time (they persist nothing and none depends on another), and so do the writes
 of consecutive CustomResourceDefinitions (no CRD needs another); every other write is sent in the documents' order,
 one after another (a namespace before its objects). The API server answering one request at a time was most of
-the time of a 32-CRD apply (measured 2026-11-28: 1.25 s of its 1.6 s waiting for 66 answers).
+the time of a 32-CRD apply (benchmarks/results/design-measurements.md).
 """
 
 from __future__ import absolute_import, division, print_function

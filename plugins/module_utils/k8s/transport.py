@@ -17,7 +17,7 @@ builds kubernetes.core's own client, so those behave exactly as in kubernetes.co
 
 Why: importing the kubernetes client (its config loader pulls oauthlib, requests, pydantic, ...) costs about 0.45 s
 of CPU at every module start, more than all the rest of a typical module's work, and a merge patch through its
-urllib3 path about 1.7 ms of CPU against 0.9 ms here (measured 2026-11-27, 500 patches each way, one process).
+urllib3 path about twice the CPU of this one (benchmarks/results/design-measurements.md).
 
 ``HttpTransport.request`` has the signature of the kubernetes ``DynamicClient.request`` that ``Client`` calls, so
 ``Client`` sends through either; an error status raises ``HttpError`` (``status``, ``reason``, ``body``, as the

@@ -4,7 +4,7 @@
 """The Kubernetes layer: YAML text read with PyYAML's C loader (libyaml) when PyYAML has it.
 
 Calico's operator-crds.yaml is 2.6 MB: the pure-Python safe loader takes about 2 s to read it on a 2-CPU machine,
-the C loader a tenth of that (measured 2026-11-28: 1.98 s against 0.25 s; calico.yaml 0.32 s against 0.03 s). Both
+the C loader a tenth of that (benchmarks/results/design-measurements.md). Both
 build the same plain objects (the safe constructor and resolver of YAML 1.1); the pure-Python loader is used where
 PyYAML was built without libyaml. Only reading changes: text this collection writes back (an edited document) keeps
 ``yaml.safe_dump``'s layout.

@@ -26,8 +26,8 @@ CHECKPOINT_SECONDS = 1.0
 # takes a few hundred milliseconds to save: its checkpoints then come every few seconds, not every second)
 CHECKPOINT_COST_SHARE = 10
 # attach's patches started beyond the dependent being booked: enough to keep the API server busy while the main
-# thread saves a checkpoint (measured 2026-11-27, 5,000 dependents: a checkpoint of a few hundred milliseconds
-# stopped the patches with 4 x workers ahead; the patches go out at ~900/s). Bounded by the most entries between
+# thread saves a checkpoint (a checkpoint of a few hundred milliseconds stopped the patches with 4 x workers ahead:
+# benchmarks/results/design-measurements.md). Bounded by the most entries between
 # two checkpoints. A run killed meanwhile finds those references in place and only marks them done.
 ATTACH_AHEAD = 10 * CHECKPOINT_EVERY
 PREFETCH_MIN = 10  # dependents of one type in one namespace from which attach LISTs them instead of GETs

@@ -50,10 +50,9 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "calico-ops"}
 # a ConfigMap may hold 1 MiB; leave room for metadata and for entries growing when they are marked done
 CHUNK_BYTES = 900 * 1024
 # new entries fill a chunk up to this share of it: an entry marked done grows (owner references: ~400 -> ~500
-# bytes), and a chunk that overflows passes its last entries on to the next one, which then overflows in turn -
-# measured 2026-11-27 (7,500 entries, 5 chunks, entries filled to the brim): every checkpoint of an attach
-# rewrote every chunk after the one being worked on (~900 KB each); with room to grow it rewrites the chunks
-# whose entries changed
+# bytes), and a chunk that overflows passes its last entries on to the next one, which then overflows in turn:
+# filled to the brim, every checkpoint of an attach rewrote every chunk after the one being worked on; with room to
+# grow it rewrites the chunks whose entries changed (benchmarks/results/design-measurements.md)
 CHUNK_FILL = 0.75
 SAVE_RETRIES = 8
 # where a job's record file goes when the caller names none (on the host that runs the module)

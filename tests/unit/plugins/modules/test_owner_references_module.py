@@ -2,6 +2,7 @@
 
 import yaml
 
+from ansible_collections.calico_ops.lifecycle.plugins.doc_fragments import records as records_fragment
 from ansible_collections.calico_ops.lifecycle.plugins.doc_fragments import report as report_fragment
 from ansible_collections.calico_ops.lifecycle.plugins.doc_fragments import variable_prefix as variable_prefix_fragment
 
@@ -19,10 +20,12 @@ def test_documented_options_match_the_argument_spec():
         assert spec[name].get("choices") == opt.get("choices"), name
         assert bool(spec[name].get("required")) == bool(opt.get("required")), name
     assert "kubeconfig" in spec  # the auth options of kubernetes.core
-    assert doc["extends_documentation_fragment"] == ["kubernetes.core.k8s_auth_options", "calico_ops.lifecycle.report",
+    assert doc["extends_documentation_fragment"] == ["kubernetes.core.k8s_auth_options", "calico_ops.lifecycle.records",
+                                                     "calico_ops.lifecycle.report",
                                                      "calico_ops.lifecycle.variable_prefix"]
-    for fragment_module, option in ((report_fragment, "report_limit"), (variable_prefix_fragment, "variable_prefix")):
+    for fragment_module, option in ((report_fragment, "report_limit"), (variable_prefix_fragment, "variable_prefix"),
+                                    (records_fragment, "record_namespace"), (records_fragment, "record_path")):
         fragment = yaml.safe_load(fragment_module.ModuleDocFragment.DOCUMENTATION)["options"][option]
-        assert (spec[option]["type"], spec[option]["default"]) == (fragment["type"], fragment["default"])
+        assert (spec[option]["type"], spec[option].get("default")) == (fragment["type"], fragment.get("default"))
     for section in (module.EXAMPLES, module.RETURN):
         assert yaml.safe_load(section)
