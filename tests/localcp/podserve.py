@@ -100,15 +100,17 @@ def netexec(port: int) -> int:
     return 0
 
 
-def get_from_port(url: str, timeout: float, source_port: int) -> int:
-    """One GET from a given source port (SO_REUSEADDR: the port may still be held by a closed connection to another
-    destination, as an ephemeral port the kernel hands out again may be)."""
+def raw_get(url: str, timeout: float, source_port: int = 0) -> tuple:
+    """``(ok, error, body)`` of one new TCP connection and an HTTP/1.0 GET, read to the end (the prober's attempt
+    and ``get --source-port``). ``source_port``: bind it first (SO_REUSEADDR: the port may still be held by a closed
+    connection to another destination, as an ephemeral port the kernel hands out again may be)."""
     parts = urllib.parse.urlsplit(url)
     sock = socket.socket()
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.settimeout(timeout)
-        sock.bind(("0.0.0.0", source_port))
+        if source_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("0.0.0.0", source_port))
         sock.connect((parts.hostname, parts.port or 80))
         sock.sendall(f"GET {parts.path or '/'} HTTP/1.0\r\nHost: {parts.hostname}\r\n\r\n".encode())
         data = b""
@@ -118,21 +120,24 @@ def get_from_port(url: str, timeout: float, source_port: int) -> int:
                 break
             data += chunk
     except OSError as exc:
-        print(f"GET {url} from port {source_port}: {exc}", file=sys.stderr)
-        return 1
+        return False, f"{type(exc).__name__}: {exc}"[:160], ""
     finally:
         sock.close()
     head, _, body = data.partition(b"\r\n\r\n")
-    if b" 200 " not in head.split(b"\r\n", 1)[0] + b" ":
-        print(f"GET {url}: {head[:80]!r}", file=sys.stderr)
-        return 1
-    sys.stdout.write(body.decode(errors="replace"))
-    return 0
+    status = head.split(b"\r\n", 1)[0].decode(errors="replace")
+    if " 200 " not in status + " ":
+        return False, f"answer {status[:80]!r}", ""
+    return True, "", body.decode(errors="replace")
 
 
 def get(url: str, timeout: float, source_port: int = 0) -> int:
     if source_port:
-        return get_from_port(url, timeout, source_port)
+        ok, error, body = raw_get(url, timeout, source_port)
+        if not ok:
+            print(f"GET {url} from port {source_port}: {error}", file=sys.stderr)
+            return 1
+        sys.stdout.write(body)
+        return 0
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             sys.stdout.write(resp.read().decode(errors="replace"))

@@ -20,15 +20,14 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from .podrunner import _child_setup  # a session of its own, SIGTERM when the parent dies
+from .podserve import raw_get
 
 
 NODE_PORT = 30081
@@ -70,24 +69,8 @@ def workloads(server_node: str, client_node: str, namespace: str = "probe") -> l
 
 def attempt(url: str, timeout: float) -> tuple:
     """(ok, error, answer) of one new connection and GET."""
-    parts = urlsplit(url)
-    try:
-        with socket.create_connection((parts.hostname, parts.port or 80), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            sock.sendall(f"GET {parts.path or '/'} HTTP/1.0\r\nHost: {parts.hostname}\r\n\r\n".encode())
-            data = b""
-            while True:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
-    except OSError as exc:
-        return False, f"{type(exc).__name__}: {exc}"[:160], ""
-    head, _, body = data.partition(b"\r\n\r\n")
-    status = head.split(b"\r\n", 1)[0].decode(errors="replace")
-    if " 200 " not in status + " ":
-        return False, f"answer {status[:80]!r}", ""
-    return True, "", body.decode(errors="replace").strip()[:64]
+    ok, error, body = raw_get(url, timeout)
+    return ok, error, body.strip()[:64]
 
 
 def run(targets: dict, out: Path, interval: float, timeout: float, stop: threading.Event) -> None:
