@@ -281,28 +281,45 @@ run_step() {
   fi
 }
 
+# every step's output is kept in a log of its own, from which the summary at the end quotes the failures
+step_logs=$ROOT/.build/step-logs
+rm -rf "$step_logs" && mkdir -p "$step_logs"
+
+# What a failed step said about its failures, repeated after everything else (CI shows the end of a long output):
+# pytest's FAILED/ERROR lines and its summary line, Molecule's failed scenarios and tasks, or else the log's tail.
+failure_summary() {
+  local name=$1 log=$step_logs/$1.log lines
+  echo "---------- why $name failed (from $log)"
+  lines=$(grep -E '^(FAILED|ERROR) |^=+ .*(failed|error).* =+$|^-- molecule .*: FAILED|^failed scenarios:|^fatal: |^[a-z_ ]+: FAILED|^error: |Timeout|^E +[A-Za-z]*(Error|Exception|assert)' "$log" 2>/dev/null | cut -c1-400 | tail -60)
+  if [ -n "$lines" ]; then echo "$lines"; else tail -30 "$log" 2>/dev/null | cut -c1-400; fi
+}
+
 for group in "${steps[@]}"; do
   IFS=+ read -r -a members <<< "$group"
+  # a control plane the steps share is started here, in this shell (a step runs in a subshell of its own, and the
+  # members of a group side by side: need_cluster in each would race, and the cleanup would not know of it)
+  for m in "${members[@]}"; do [ "$m" = reliability ] && { need_cluster || true; }; done
   if [ ${#members[@]} -eq 1 ]; then
-    if run_step "$group"; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_names+=("$group"); fi
+    # printed as it runs, and kept for the summary of failures at the end
+    if run_step "$group" 2>&1 | tee "$step_logs/$group.log"; then passed=$((passed + 1))
+    else failed=$((failed + 1)); failed_names+=("$group"); fi
     continue
   fi
   echo
   echo "==================== ${members[*]} (side by side) ===================="
-  # a control plane the members share is started once, here, before they run (need_cluster in each would race)
-  for m in "${members[@]}"; do [ "$m" = reliability ] && { need_cluster || true; }; done
-  group_logs=$ROOT/.build/step-logs; mkdir -p "$group_logs"; pids=()
+  pids=()
   for m in "${members[@]}"; do
-    run_step "$m" > "$group_logs/$m.log" 2>&1 & pids+=($!)
-    echo "started $m (log: $group_logs/$m.log)"
+    run_step "$m" > "$step_logs/$m.log" 2>&1 & pids+=($!)
+    echo "started $m (log: $step_logs/$m.log)"
   done
   for i in "${!members[@]}"; do
     if wait "${pids[$i]}"; then rc=0; else rc=1; fi
-    cat "$group_logs/${members[$i]}.log"
+    cat "$step_logs/${members[$i]}.log"
     if [ $rc -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_names+=("${members[$i]}"); fi
   done
 done
 echo
+for name in "${failed_names[@]}"; do failure_summary "$name"; done
 [ $failed -eq 0 ] || echo "failed checks: ${failed_names[*]}"
 echo "checks: $passed passed, $failed failed"
 [ $failed -eq 0 ]

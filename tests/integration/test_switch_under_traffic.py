@@ -14,8 +14,13 @@ The bounds asserted, and why:
 
 * A switch of Felix between iptables and eBPF restarts calico-node on every node, one node at a time (the
   DaemonSet's rolling update). While the server's node switches, its pods' new connections fail until Felix has
-  programmed the new data plane: a few seconds here (one Felix start, ~10 s including its readiness). So each
-  target may fail for at most ``MAX_GAP`` seconds at a stretch and must be answering at the end.
+  programmed the new data plane: a few seconds here (one Felix start, ~10 s including its readiness). Then the
+  operator sets FelixConfiguration bpfEnabled, and Felix restarts for it on every node at once, some seconds later
+  (its own rule for that setting): new connections to and from pods fail until it has attached its programs again,
+  the longest stretch of a switch on this machine under the integration pool's load. So each target may fail for at
+  most ``MAX_GAP`` seconds at a stretch and must be answering at the end, and a switch is measured until that
+  restart is over on every node (localcp/switches.py ``settled``: the calico-node processes started after the
+  change and Ready), plus 15 s.
 * The collection's order: kube-proxy stops selecting nodes only once every calico-node pod of the new template is
   Ready, the operator has set bpfEnabled, and every pod stayed Ready through the readiness window after it -
   asserted from a timeline. The static targets barely show the order (kube-proxy's rules stay behind on a node when
@@ -49,7 +54,7 @@ from localcp.switches import NS, Switches
 
 pytestmark = pytest.mark.integration
 
-MAX_GAP = 30.0  # seconds: one node's calico-node restart onto the other data plane, with its readiness period
+MAX_GAP = 30.0  # seconds: Felix's restart onto the other data plane (every node at once), with its readiness period
 INVENTORY = "inventories/local/hosts.yml"
 # the collection's own prober and check around a job (roles/connectivity), off where a test measures something else
 # with its own prober (a crash, a refusal) or re-runs a job only to prove it idempotent: each would add a minute

@@ -54,6 +54,12 @@ class Timeline(threading.Thread):
         self.disabled_at = self.left_bpf_at = self.bpf_on_at = None
         self.seen_enabled = self.seen_bpf = self.seen_bpf_off = False
         self.bpf_then = self.switched_then = self.kube_proxy_then = None
+        # Felix restarts when bpfEnabled changes (felix/daemon: "Configuration value changed; change DOES require
+        # Felix to restart"), every node at once and some seconds after the change: the data plane has not settled
+        # until each calico-node process started after it. ``felix_since`` is when a poll that still saw the old
+        # value began (the change came after it; a process started after it runs the new value or restarts for it).
+        self.bpf0 = self.felix_since = None
+        self._polled = time.time()
         ds = _get(cluster, "daemonset", "calico-node", "-n", "calico-system") or {}
         self.generation0 = (ds.get("metadata") or {}).get("generation") or 0
         self._poll()  # the state before the switch's first write (the caller starts the thread, then writes)
@@ -71,8 +77,14 @@ class Timeline(threading.Thread):
             self.bpf_then = bool((felix.get("spec") or {}).get("bpfEnabled"))
             ready, desired, generation = calico_node_ready(self.cluster)
             self.switched_then = (ready if generation > self.generation0 else 0, desired)
+        began, self._polled = self._polled, time.time()
         felix = _get(self.cluster, "felixconfiguration", "default") or {}
-        if not (felix.get("spec") or {}).get("bpfEnabled"):
+        bpf = bool((felix.get("spec") or {}).get("bpfEnabled"))
+        if self.bpf0 is None:
+            self.bpf0 = bpf
+        elif bpf != self.bpf0 and self.felix_since is None:
+            self.felix_since = began
+        if not bpf:
             self.seen_bpf_off = True
         elif self.seen_bpf_off and self.bpf_on_at is None:
             self.bpf_on_at = time.time()
@@ -116,9 +128,11 @@ def calico_node_ready(cluster) -> tuple:
     return ready, (ds.get("status") or {}).get("desiredNumberScheduled", 0), int(gen) if gen.isdigit() else 0
 
 
-def settled(cluster, bpf: bool, kube_proxy: bool) -> bool:
+def settled(cluster, bpf: bool, kube_proxy: bool, felix_since: float = None) -> bool:
     """The operator has switched Felix (FelixConfiguration bpfEnabled), calico-node has rolled out with every pod
-    ready, and kube-proxy runs (or not) on every node."""
+    ready, and kube-proxy runs (or not) on every node. With ``felix_since`` (Timeline.felix_since: bpfEnabled changed
+    after it), also every node's calico-node process started after it (Felix's restart for the change is over) and
+    its pod Ready since."""
     felix = _get(cluster, "felixconfiguration", "default") or {}
     if bool((felix.get("spec") or {}).get("bpfEnabled")) != bpf:
         return False
@@ -128,6 +142,14 @@ def settled(cluster, bpf: bool, kube_proxy: bool) -> bool:
             st.get("desiredNumberScheduled") == st.get("updatedNumberScheduled") == st.get("numberReady")
             == calico_node_ready(cluster)[0]):
         return False
+    if felix_since is not None:
+        felix_procs = [p for p in cluster.processes("calico-node") if p["pid"]]
+        if len(felix_procs) != st.get("desiredNumberScheduled") or not all(
+                (p.get("started_at") or 0) > felix_since for p in felix_procs):
+            return False
+        # Ready again after that start (the pod runner sets it from the readiness probe, false until it passes)
+        if calico_node_ready(cluster)[0] != st.get("desiredNumberScheduled"):
+            return False
     running = [p for p in cluster.processes("kube-proxy") if p["pid"]]
     if len(running) != (len(cluster.nodes_with_network()) if kube_proxy else 0):
         return False
@@ -137,13 +159,13 @@ def settled(cluster, bpf: bool, kube_proxy: bool) -> bool:
     return conds.get("Available") == "True" and conds.get("Progressing") == "False" and conds.get("Degraded") == "False"
 
 
-def settled_twice(cluster, bpf: bool, kube_proxy: bool, gap: float = 5.0) -> bool:
+def settled_twice(cluster, bpf: bool, kube_proxy: bool, gap: float = 5.0, felix_since: float = None) -> bool:
     """``settled`` now and again ``gap`` seconds later (the operator can start a second rollout right after the
     first: seen by hand, where nothing waits for it)."""
-    if not settled(cluster, bpf, kube_proxy):
+    if not settled(cluster, bpf, kube_proxy, felix_since):
         return False
     time.sleep(gap)
-    return settled(cluster, bpf, kube_proxy)
+    return settled(cluster, bpf, kube_proxy, felix_since)
 
 
 class Switches:
@@ -239,7 +261,8 @@ class Switches:
                           if t["result"].get("failed")]
                 raise AssertionError(f"{name}: the switch failed (rc {rc}): {failed or ''}\n"
                                      f"{getattr(result, 'stderr', '')[-2000:]}")
-            c.wait_for(lambda: settled_twice(c, bpf_after, kube_proxy_after), timeout=timeout, interval=2,
+            c.wait_for(lambda: settled_twice(c, bpf_after, kube_proxy_after, felix_since=timeline.felix_since),
+                       timeout=timeout, interval=2,
                        what=f"{name}: the data plane settled (bpfEnabled {bpf_after}, kube-proxy "
                             f"{'running' if kube_proxy_after else 'gone'})")
             took = time.time() - started
