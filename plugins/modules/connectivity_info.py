@@ -35,6 +35,7 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
   - calico_ops.lifecycle.variable_prefix
+  - calico_ops.lifecycle.workers
 options:
   stage:
     description: What to do (see the description).
@@ -132,10 +133,6 @@ options:
     description: In O(stage=probe), seconds after which the prober stops without its stop file.
     type: int
     default: 3600
-  workers:
-    description: How many dials to send at a time (1 or more).
-    type: int
-    default: 8
 attributes:
   check_mode:
     support: full

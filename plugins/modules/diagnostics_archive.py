@@ -37,6 +37,7 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
   - calico_ops.lifecycle.variable_prefix
+  - calico_ops.lifecycle.workers
 options:
   path:
     description:
@@ -91,10 +92,6 @@ options:
     description: Why it is collected (a failed task's message), shown in C(summary.json).
     type: str
     default: ""
-  workers:
-    description: How many reads to send at a time (1 or more).
-    type: int
-    default: 8
 attributes:
   check_mode:
     support: full

@@ -141,13 +141,12 @@ options:
       - Requests sent at a time for the per-node writes (label patches of the nodes, deletes of the old
         endpoints of the nodes that are ready). Each node is still handled in order (labels, then wait, then
         delete).
-    type: int
-    default: 8
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.records
   - calico_ops.lifecycle.report
   - calico_ops.lifecycle.variable_prefix
+  - calico_ops.lifecycle.workers
 attributes:
   check_mode:
     support: full

@@ -27,6 +27,7 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
   - calico_ops.lifecycle.attributes.read_only
+  - calico_ops.lifecycle.workers
 options:
   objects:
     description:
@@ -42,10 +43,6 @@ options:
         failing - for a summary that shows what it may see under a narrow RBAC role.
     type: bool
     default: false
-  workers:
-    description: How many reads to send at a time (1 or more).
-    type: int
-    default: 8
 seealso:
   - module: kubernetes.core.k8s_info
 """

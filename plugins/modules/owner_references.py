@@ -104,13 +104,12 @@ options:
         100 dependents done, at most once a second, while the next patches are in flight; with C(1) each
         dependent is patched only after the previous one is booked. The reports, counts and diff are in the
         job's order whatever the order the patches went out in.
-    type: int
-    default: 8
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.records
   - calico_ops.lifecycle.report
   - calico_ops.lifecycle.variable_prefix
+  - calico_ops.lifecycle.workers
 attributes:
   check_mode:
     support: full

@@ -189,6 +189,14 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
         if not doc.get("apiVersion") or not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
             raise ApplyError("a document has no apiVersion, kind or metadata.name: %r" % (redact_object(doc),)[:300])
     query = {"fieldManager": field_manager, "force": "true" if force else None}
+    plan = _dry_run_all(client, resolver, docs, namespace, query, workers)
+    return _write_plan(client, resolver, plan, namespace, query, check_mode, wait, workers)
+
+
+def _dry_run_all(client, resolver, docs, namespace, query, workers):
+    """1. The dry run of every document that can be dry-run now, ``workers`` at a time; nothing is written before
+    every one has passed (ApplyError naming each rejected document). Returns the plan: ``[(doc, step)]``, step None
+    (dry-run when reached) or ``(ns, path, before, dry)``."""
     served, places = [], {}
     for doc in docs:
         try:
@@ -198,10 +206,8 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
         places[id(doc)] = _place(resolver, doc, namespace)
         served.append(doc)
     live = _live_objects(client, resolver, served, 0) if served else {}
-    # 1. the dry run of every document that can be dry-run now, ``workers`` at a time; nothing is written before
-    #    every one has passed
     served_ids = set(id(d) for d in served)
-    plan = []  # (doc, step): step is None (dry-run when reached) or (ns, path, before, dry)
+    plan = []
     rejected = []
     created = []  # names of the earlier documents of this call that would be created
     outcomes = dict((id(doc), outcome) for doc, outcome in zip(served, in_order(
@@ -233,7 +239,11 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
                          "written: %s" % (len(rejected), len(docs), "; ".join(
                              "%s (%s): %s" % (r["document"], r["apiVersion"], r["message"]) for r in rejected)),
                          rejected=rejected)
-    # 2. in order, write what would change (consecutive CRDs several at a time)
+    return plan
+
+
+def _write_plan(client, resolver, plan, namespace, query, check_mode, wait, workers):
+    """2. In order, write what would change (consecutive CRDs several at a time); ``(results, changed)``."""
     results = []
     changed = False
     crds = []  # consecutive CRDs to write: (index in results, doc, path)
@@ -249,30 +259,12 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
     for doc, step in plan:
         if crds and not (step is not None and doc.get("kind") == "CustomResourceDefinition"):
             write_crds()
-        if step is None:
-            if check_mode:
-                # Nothing is created in check mode, so a type whose CRD (or a namespace that) an earlier
-                # document or step would create does not exist: report the object as to be created.
-                changed = True
-                note = {}
-                try:
-                    resolver.resolve(doc["apiVersion"], doc["kind"], timeout=0)
-                    ns = _place(resolver, doc, namespace)[0]
-                except ApplyError:
-                    ns = None
-                    note = {"note": "%s %s is not served yet" % (doc["apiVersion"], doc["kind"])}
-                results.append(dict(_result(doc, ns, "created", None, doc), **note))
-                continue
-            resolver.resolve(doc["apiVersion"], doc["kind"], timeout=wait)
-            ns, path = _place(resolver, doc, namespace)
-            rtype = resolver.resolve(doc["apiVersion"], doc["kind"])
-            before = client.get(doc["apiVersion"], rtype.plural, doc["metadata"]["name"], namespace=ns)
-            try:
-                dry = _dry_run(client, path, doc, query)
-            except ClientError as exc:
-                raise ApplyError("%s: %s" % (describe(doc), exc))
-        else:
-            ns, path, before, dry = step
+        if step is None and check_mode:
+            changed = True
+            results.append(_not_created_yet(resolver, doc, namespace))
+            continue
+        ns, path, before, dry = step if step is not None else _dry_run_when_reached(
+            client, resolver, doc, namespace, query, wait)
         if before is not None and normalize(dry) == normalize(before):
             results.append(_result(doc, ns, "unchanged", before, before))
             continue
@@ -292,6 +284,33 @@ def apply_documents(client, docs, field_manager, force=True, check_mode=False, n
     if crds:
         write_crds()
     return results, changed
+
+
+def _not_created_yet(resolver, doc, namespace):
+    """Check mode, a document that could not be dry-run: nothing is created in check mode, so a type whose CRD (or
+    a namespace that) an earlier document or step would create does not exist: reported as to be created."""
+    note = {}
+    try:
+        resolver.resolve(doc["apiVersion"], doc["kind"], timeout=0)
+        ns = _place(resolver, doc, namespace)[0]
+    except ApplyError:
+        ns = None
+        note = {"note": "%s %s is not served yet" % (doc["apiVersion"], doc["kind"])}
+    return dict(_result(doc, ns, "created", None, doc), **note)
+
+
+def _dry_run_when_reached(client, resolver, doc, namespace, query, wait):
+    """``(ns, path, before, dry)`` of a document dry-run only now (its type or what it needs was written by an
+    earlier document of the call), waiting up to ``wait`` seconds for its type to be served."""
+    resolver.resolve(doc["apiVersion"], doc["kind"], timeout=wait)
+    ns, path = _place(resolver, doc, namespace)
+    rtype = resolver.resolve(doc["apiVersion"], doc["kind"])
+    before = client.get(doc["apiVersion"], rtype.plural, doc["metadata"]["name"], namespace=ns)
+    try:
+        dry = _dry_run(client, path, doc, query)
+    except ClientError as exc:
+        raise ApplyError("%s: %s" % (describe(doc), exc))
+    return ns, path, before, dry
 
 
 def _write(client, path, doc, query):

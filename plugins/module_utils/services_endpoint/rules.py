@@ -167,93 +167,114 @@ def derive_endpoint(platform, server=None, host=None, port=None, allow_ip=False,
            "problems": []}
     problems = out["problems"]
     p = prefix or ""
-
-    def n(field):
-        return var_name(p, field)
     if platform not in SUPPORTED_PLATFORMS:
         title = PLATFORM_TITLES.get(platform, platform)
         problems.append(problem(p, "platform", "%s is not supported by the eBPF data plane (choose one of %s)"
                                 % (title, ", ".join(SUPPORTED_PLATFORMS))))
         return out
-    server_text = "the kubeconfig's server %s" % server["url"] if server else None
-    derived_host, derived_port, host_source, port_source = None, None, None, None
-
     if platform in ("kubeadm", "generic", "eks", "aks"):
-        if server:
-            derived_host, host_source = server["host"], server_text
-            if platform in ("eks", "aks"):
-                derived_port, port_source = ports[platform], "the %s default" % PLATFORM_TITLES[platform]
-            else:
-                derived_port, port_source = server["port"], server_text
-        elif not host:
-            problems.append(problem(p, "host", "the kubeconfig in use has no server URL to derive the API "
-                                               "server host from: set it"))
+        derived = _from_server(platform, server, host, ports, p, problems)
     elif platform == "kops":
-        name = kops_cluster_name or (kops_cluster_name_from_host(server["host"]) if server else None)
-        if name:
-            derived_host = "%s%s" % (kops_host_prefix, name)
-            host_source = (n("kops_cluster_name") if kops_cluster_name
-                           else "the kOps cluster name in %s" % server_text)
-        elif not host:
-            problems.append(problem(p, "kops_cluster_name", "the kOps cluster name is needed for the endpoint "
-                                    "%s<cluster name> (the kubeconfig's server does not show it): set it"
-                                    % kops_host_prefix))
-        derived_port, port_source = ports["kops"], "the kOps default"
+        derived = _kops(server, host, kops_cluster_name, kops_host_prefix, ports, p, problems)
     elif platform == "openshift":
-        derived_port, port_source = ports["openshift"], "the OpenShift default"
-        internal = parse_server(openshift_internal_uri) if openshift_internal_uri else None
-        if openshift_cluster_name and openshift_base_domain:
-            derived_host = "api.%s.%s" % (openshift_cluster_name, openshift_base_domain)
-            host_source = "%s and %s" % (n("openshift_cluster_name"), n("openshift_base_domain"))
-        elif (openshift_cluster_name or openshift_base_domain) and not host:
-            missing = "openshift_base_domain" if openshift_cluster_name else "openshift_cluster_name"
-            problems.append(problem(p, missing, "needed with %s (the host is api.<cluster_name>.<base_domain>)"
-                                    % n("openshift_cluster_name" if openshift_cluster_name
-                                        else "openshift_base_domain")))
-        elif internal:
-            derived_host = internal["host"]
-            host_source = "Infrastructure cluster status.apiServerInternalURI %s" % internal["url"]
-            derived_port, port_source = internal["port"], host_source
-        elif server and server["host"].lower().startswith("api."):
-            derived_host, host_source = server["host"], server_text
-        elif not host:
-            problems.append(problem(p, "openshift_cluster_name", "the OpenShift API host api.<cluster_name>."
-                                    "<base_domain> cannot be derived (no Infrastructure status, the "
-                                    "kubeconfig's server is not api.*): set %s and %s, or %s"
-                                    % (n("openshift_cluster_name"), n("openshift_base_domain"), n("host"))))
-    elif platform == "mke":
-        derived_host, host_source = mke_host, "the MKE default (a reverse proxy on each node)"
-        derived_port, port_source = ports["mke"], "the MKE default"
-
+        derived = _openshift(server, host, openshift_cluster_name, openshift_base_domain, openshift_internal_uri,
+                             ports, p, problems)
+    else:  # mke
+        derived = (mke_host, "the MKE default (a reverse proxy on each node)", ports["mke"], "the MKE default")
     if host is not None and host != "":
-        out["host"], out["host_source"] = host, n("host")
+        out["host"], out["host_source"] = host, var_name(p, "host")
     else:
-        out["host"], out["host_source"] = derived_host, host_source
+        out["host"], out["host_source"] = derived[0], derived[1]
     if port is not None and port != "":
-        out["port"], out["port_source"] = port, n("port")
+        out["port"], out["port_source"] = port, var_name(p, "port")
     else:
-        out["port"], out["port_source"] = derived_port, port_source
+        out["port"], out["port_source"] = derived[2], derived[3]
+    _check_endpoint(out, p, allow_ip, allow_loopback)
+    return out
 
+
+def _server_text(server):
+    return "the kubeconfig's server %s" % server["url"] if server else None
+
+
+def _from_server(platform, server, host, ports, p, problems):
+    """kubeadm, generic, EKS and AKS: the kubeconfig's server (EKS and AKS: on their own port).
+    ``(host, host_source, port, port_source)``, as every ``_<platform>`` here."""
+    if server:
+        if platform in ("eks", "aks"):
+            return (server["host"], _server_text(server), ports[platform],
+                    "the %s default" % PLATFORM_TITLES[platform])
+        return server["host"], _server_text(server), server["port"], _server_text(server)
+    if not host:
+        problems.append(problem(p, "host", "the kubeconfig in use has no server URL to derive the API "
+                                           "server host from: set it"))
+    return None, None, None, None
+
+
+def _kops(server, host, kops_cluster_name, kops_host_prefix, ports, p, problems):
+    """kOps: ``<prefix><cluster name>`` (the name given, or the one in the server's ``api.<cluster>``), 443."""
+    derived_host = host_source = None
+    name = kops_cluster_name or (kops_cluster_name_from_host(server["host"]) if server else None)
+    if name:
+        derived_host = "%s%s" % (kops_host_prefix, name)
+        host_source = (var_name(p, "kops_cluster_name") if kops_cluster_name
+                       else "the kOps cluster name in %s" % _server_text(server))
+    elif not host:
+        problems.append(problem(p, "kops_cluster_name", "the kOps cluster name is needed for the endpoint "
+                                "%s<cluster name> (the kubeconfig's server does not show it): set it"
+                                % kops_host_prefix))
+    return derived_host, host_source, ports["kops"], "the kOps default"
+
+
+def _openshift(server, host, cluster_name, base_domain, internal_uri, ports, p, problems):
+    """OpenShift: ``api.<cluster_name>.<base_domain>`` from the two names, else Infrastructure ``cluster``
+    ``status.apiServerInternalURI``, else the server when it is ``api.*``; 6443."""
+    port, port_source = ports["openshift"], "the OpenShift default"
+    internal = parse_server(internal_uri) if internal_uri else None
+    if cluster_name and base_domain:
+        return ("api.%s.%s" % (cluster_name, base_domain), "%s and %s" % (
+            var_name(p, "openshift_cluster_name"), var_name(p, "openshift_base_domain")), port, port_source)
+    if (cluster_name or base_domain) and not host:
+        missing = "openshift_base_domain" if cluster_name else "openshift_cluster_name"
+        problems.append(problem(p, missing, "needed with %s (the host is api.<cluster_name>.<base_domain>)"
+                                % var_name(p, "openshift_cluster_name" if cluster_name else "openshift_base_domain")))
+    elif internal:
+        source = "Infrastructure cluster status.apiServerInternalURI %s" % internal["url"]
+        return internal["host"], source, internal["port"], source
+    elif server and server["host"].lower().startswith("api."):
+        return server["host"], _server_text(server), port, port_source
+    elif not host:
+        problems.append(problem(p, "openshift_cluster_name", "the OpenShift API host api.<cluster_name>."
+                                "<base_domain> cannot be derived (no Infrastructure status, the "
+                                "kubeconfig's server is not api.*): set %s and %s, or %s"
+                                % (var_name(p, "openshift_cluster_name"), var_name(p, "openshift_base_domain"),
+                                   var_name(p, "host"))))
+    return None, None, port, port_source
+
+
+def _check_endpoint(out, p, allow_ip, allow_loopback):
+    """The chosen host and port checked (a problem names where a derived value came from and the variable that
+    sets it); the port made a number."""
+    problems = out["problems"]
     if out["host"] is not None and not problems:
         host_problems = validate_host(out["host"], prefix=p)
-        if host_problems and out["host_source"] != n("host"):
+        if host_problems and out["host_source"] != var_name(p, "host"):
             for item in host_problems:
-                item["message"] += " (derived from %s: set %s)" % (out["host_source"], n("host"))
+                item["message"] += " (derived from %s: set %s)" % (out["host_source"], var_name(p, "host"))
         problems.extend(host_problems)
         if not host_problems:
             problems.extend(check_ip(out["host"], allow_ip, "from %s" % out["host_source"], prefix=p,
                                      allow_loopback=allow_loopback))
     if out["port"] is not None:
         port_problems = validate_port(out["port"], prefix=p)
-        if port_problems and out["port_source"] != n("port"):
+        if port_problems and out["port_source"] != var_name(p, "port"):
             for item in port_problems:
-                item["message"] += " (from %s: set %s)" % (out["port_source"], n("port"))
+                item["message"] += " (from %s: set %s)" % (out["port_source"], var_name(p, "port"))
         problems.extend(port_problems)
         if not port_problems:
             out["port"] = to_port(out["port"])
     elif not problems:
         problems.append(problem(p, "port", "cannot be derived: set it"))
-    return out
 
 
 def configmap_data(host, port):

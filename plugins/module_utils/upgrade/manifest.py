@@ -178,7 +178,6 @@ def render_upgrade(text, patches=(), etcd_endpoints=None, etcd_tls=None, etcd_li
         raise PatchError("; ".join(problems))
     segments, separators = document_segments(text)
     parsed = [parse_segment(seg) for seg in segments]
-    edited = list(parsed)
     tls = dict((k, v) for k, v in (etcd_tls or {}).items() if v)
     carried = {"paths": {}, "keep_secret": False, "notes": []}
     if etcd_live is not None:
@@ -187,17 +186,42 @@ def render_upgrade(text, patches=(), etcd_endpoints=None, etcd_tls=None, etcd_li
             raise ManifestError("the etcd datastore settings cannot be carried into the new manifest (nothing was "
                                 "written): %s" % "; ".join(carried["problems"]))
         etcd_endpoints = carried["endpoints"]
-    if etcd_endpoints or tls or carried["paths"]:
-        targets = [i for i, d in enumerate(parsed) if isinstance(d, dict) and d.get("kind") == "ConfigMap"
-                   and "etcd_endpoints" in (d.get("data") or {})]
-        if not targets:
-            raise ManifestError("the manifest has no ConfigMap with etcd_endpoints: it is not an etcd flavor")
-        if tls and not any(isinstance(d, dict) and d.get("kind") == "Secret"
-                           and (d.get("metadata") or {}).get("name") == ETCD_SECRET for d in parsed):
-            raise ManifestError("the manifest has no Secret %s for the etcd TLS material" % ETCD_SECRET)
-        if bool(tls.get("etcd_key")) != bool(tls.get("etcd_cert")):
-            raise ManifestError("etcd TLS: the client key and certificate go together (give both or neither)")
-        edited = [set_etcd(d, etcd_endpoints, tls, carried["paths"]) if isinstance(d, dict) else d for d in edited]
+    edited = _with_etcd_settings(parsed, etcd_endpoints, tls, carried["paths"])
+    report = _apply_patches(edited, patches, carried)
+    if not carried["keep_secret"]:
+        carried["notes"] = [n for n in carried["notes"] if "kept as it is" not in n]
+    if etcd_live is not None:
+        problems = etcd_overwrites([d for d in edited if not (carried["keep_secret"] and _is_etcd_secret(d))],
+                                   etcd_live)
+        if problems:
+            raise ManifestError("the new manifest would empty live etcd datastore settings (nothing was written): "
+                                "%s" % "; ".join(problems))
+    artifact = _artifact(segments, separators, parsed, edited, carried["keep_secret"])
+    documents = [d for d in edited if d is not None]
+    if etcd_notes is not None:
+        etcd_notes.extend(carried["notes"])
+    return artifact, documents, report
+
+
+def _with_etcd_settings(parsed, endpoints, tls, paths):
+    """The documents with the etcd endpoints, TLS material and paths set (etcd flavors), or as they are."""
+    if not (endpoints or tls or paths):
+        return list(parsed)
+    targets = [i for i, d in enumerate(parsed) if isinstance(d, dict) and d.get("kind") == "ConfigMap"
+               and "etcd_endpoints" in (d.get("data") or {})]
+    if not targets:
+        raise ManifestError("the manifest has no ConfigMap with etcd_endpoints: it is not an etcd flavor")
+    if tls and not any(isinstance(d, dict) and d.get("kind") == "Secret"
+                       and (d.get("metadata") or {}).get("name") == ETCD_SECRET for d in parsed):
+        raise ManifestError("the manifest has no Secret %s for the etcd TLS material" % ETCD_SECRET)
+    if bool(tls.get("etcd_key")) != bool(tls.get("etcd_cert")):
+        raise ManifestError("etcd TLS: the client key and certificate go together (give both or neither)")
+    return [set_etcd(d, endpoints, tls, paths) if isinstance(d, dict) else d for d in parsed]
+
+
+def _apply_patches(edited, patches, carried):
+    """Each user patch applied in place to every document it selects; one report entry per patch. A patch of the
+    etcd Secret makes it applied (``carried["keep_secret"]`` off)."""
     report = []
     for index, entry in enumerate(patches or []):
         hits = [i for i, d in enumerate(edited) if isinstance(d, dict) and selector_matches(d, entry)]
@@ -216,17 +240,15 @@ def render_upgrade(text, patches=(), etcd_endpoints=None, etcd_tls=None, etcd_li
                 raise PatchError("upgrade_manifest_patches[%d] (%s): %s" % (index, describe_selector(entry), exc))
         report.append({"index": index, "target": describe_selector(entry), "type": "strategic" if "patch" in entry
                        else "json", "matched": len(hits)})
-    if not carried["keep_secret"]:
-        carried["notes"] = [n for n in carried["notes"] if "kept as it is" not in n]
-    if etcd_live is not None:
-        problems = etcd_overwrites([d for d in edited if not (carried["keep_secret"] and _is_etcd_secret(d))],
-                                   etcd_live)
-        if problems:
-            raise ManifestError("the new manifest would empty live etcd datastore settings (nothing was written): "
-                                "%s" % "; ".join(problems))
+    return report
+
+
+def _artifact(segments, separators, parsed, edited, keep_secret):
+    """The text kept for review: edited documents re-serialised (Secret data redacted), every other document byte
+    for byte; a live etcd Secret that is kept is left out of ``edited`` (set to None) and noted in the text."""
     out_segments = list(segments)
     for i, (old, new) in enumerate(zip(parsed, edited)):
-        if carried["keep_secret"] and _is_etcd_secret(new):
+        if keep_secret and _is_etcd_secret(new):
             # the live Secret stays as it is: the release's empty one is not applied over it
             edited[i] = None
             out_segments[i] = ("\n# Secret %s: left out of the upgrade; the live Secret is kept as it is (no "
@@ -239,11 +261,7 @@ def render_upgrade(text, patches=(), etcd_endpoints=None, etcd_tls=None, etcd_li
             shown = copy.deepcopy(new)
             shown["data"] = dict((k, REDACTED) for k in new["data"])
         out_segments[i] = _reserialize(segments[i], shown)
-    artifact = out_segments[0] + "".join(sep + seg for sep, seg in zip(separators, out_segments[1:]))
-    documents = [d for d in edited if d is not None]
-    if etcd_notes is not None:
-        etcd_notes.extend(carried["notes"])
-    return artifact, documents, report
+    return out_segments[0] + "".join(sep + seg for sep, seg in zip(separators, out_segments[1:]))
 
 
 def etcd_endpoints(documents):

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.operator_migration import rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.operator_migration import compare, customisations, installation, policy, rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.operator_migration.runner import (
     ReleaseManifestError, release_objects, run_operator_migration_info)
 
@@ -86,7 +86,7 @@ def node(obs):
 # -- customisations -------------------------------------------------------------------------------------------
 
 def test_an_install_as_released_has_no_customisation():
-    assert rules.customisations(observed(), release()) == []
+    assert customisations.customisations(observed(), release()) == []
 
 
 def test_each_change_is_mapped_or_refused_by_name():
@@ -100,7 +100,7 @@ def test_each_change_is_mapped_or_refused_by_name():
         obs["node_ds"]["spec"]["template"]["spec"]["nodeSelector"]["role"] = "net"
         obs["node_ds"]["spec"]["template"]["spec"]["volumes"].append({"name": "extra", "emptyDir": {}})
         obs["config_map"]["data"]["veth_mtu"] = "1440"
-    items = dict((i["name"], i) for i in rules.customisations(observed(edit), release()))
+    items = dict((i["name"], i) for i in customisations.customisations(observed(edit), release()))
     assert items["CALICO_IPV4POOL_CIDR"]["maps_to"].startswith("spec.calicoNetwork.ipPools[].cidr")
     assert items["FELIX_LOGFILEPATH"]["maps_to"].startswith("FelixConfiguration default")
     assert "drops calico-node env FELIX_LOGSEVERITYSCREEN" in items["FELIX_LOGSEVERITYSCREEN"]["refused"]
@@ -111,11 +111,11 @@ def test_each_change_is_mapped_or_refused_by_name():
     assert "no field for calico-node env MY_TUNING" in items["MY_TUNING"]["refused"]
     assert "every node" in items["role"]["refused"]
     assert "volume the release does not have" in items["extra"]["refused"]
-    refused = rules.refused(list(items.values()))
+    refused = customisations.refused(list(items.values()))
     assert sorted(i["name"] for i in refused) == ["FELIX_LOGSEVERITYSCREEN", "MY_TUNING", "extra", "role"]
-    assert sorted(i["name"] for i in rules.refused(list(items.values()), accept=[
+    assert sorted(i["name"] for i in customisations.refused(list(items.values()), accept=[
         "MY_TUNING", "role", "FELIX_LOGSEVERITYSCREEN"])) == ["extra"]
-    line = rules.item_line(items["MY_TUNING"])
+    line = customisations.item_line(items["MY_TUNING"])
     assert line.startswith("calico-node env MY_TUNING=x: refused") and "operator_migration_accept" in line
 
 
@@ -128,7 +128,7 @@ def test_what_the_operators_converter_refuses_is_refused(name, value, needle):
     def edit(obs):
         env = node(obs)["env"]
         env[:] = [e for e in env if e["name"] != name] + [{"name": name, "value": value}]
-    refused = rules.refused(rules.customisations(observed(edit), release()))
+    refused = customisations.refused(customisations.customisations(observed(edit), release()))
     assert [i["name"] for i in refused] == [name] and needle in refused[0]["refused"]
 
 
@@ -137,7 +137,7 @@ def test_kube_controllers_enabled_controllers_and_node_selector():
         spec = obs["kube_controllers"]["spec"]["template"]["spec"]
         spec["nodeSelector"]["node-role.kubernetes.io/control-plane"] = ""
         spec["containers"][0]["env"][0]["value"] = "node,policy"
-    items = dict((i["name"], i) for i in rules.customisations(observed(edit), release()))
+    items = dict((i["name"], i) for i in customisations.customisations(observed(edit), release()))
     assert "ENABLED_CONTROLLERS" in items and items["ENABLED_CONTROLLERS"]["refused"]
     assert items["node-role.kubernetes.io/control-plane"]["maps_to"] == "spec.controlPlaneNodeSelector"
 
@@ -148,21 +148,21 @@ def test_cni_config_with_another_plugin_is_refused_and_host_local_is_mapped():
         conf["plugins"][0]["ipam"] = {"type": "host-local"}
         conf["plugins"].append({"type": "sbr"})
         obs["config_map"]["data"]["cni_network_config"] = json.dumps(conf)
-    items = dict((i["name"], i) for i in rules.customisations(observed(edit), release()))
+    items = dict((i["name"], i) for i in customisations.customisations(observed(edit), release()))
     assert items["ipam"]["maps_to"] == "spec.cni.ipam.type HostLocal"
     assert items["plugin sbr"]["refused"]
 
 
 def test_the_operators_migration_label_is_not_a_customisation():
     def edit(obs):
-        obs["node_ds"]["spec"]["template"]["spec"]["nodeSelector"][rules.MIGRATION_LABEL] = "pre-operator"
-    assert rules.customisations(observed(edit), release()) == []
+        obs["node_ds"]["spec"]["template"]["spec"]["nodeSelector"][compare.MIGRATION_LABEL] = "pre-operator"
+    assert customisations.customisations(observed(edit), release()) == []
 
 
 # -- the Installation -----------------------------------------------------------------------------------------
 
 def test_the_derived_installation_is_what_the_install_runs_with():
-    spec = rules.derive_installation(observed(), release())
+    spec = installation.derive_installation(observed(), release())
     assert spec == {
         "calicoNetwork": {"ipPools": [{"name": "default-ipv4-ippool", "cidr": "192.168.0.0/16",
                                        "encapsulation": "IPIP", "natOutgoing": "Enabled", "nodeSelector": "all()",
@@ -182,7 +182,7 @@ def test_the_derived_installation_follows_changes():
                           {"metadata": {"name": "off"}, "spec": {"cidr": "10.9.0.0/16", "disabled": True}},
                           {"metadata": {"name": "v6"}, "spec": {"cidr": "fd00::/48"}}]
         obs["kube_controllers"]["spec"]["template"]["spec"]["nodeSelector"]["role"] = "infra"
-    spec = rules.derive_installation(observed(edit), release())
+    spec = installation.derive_installation(observed(edit), release())
     net = spec["calicoNetwork"]
     assert [p["name"] for p in net["ipPools"]] == ["pods", "v6"]
     assert net["ipPools"][0]["encapsulation"] == "VXLAN" and net["ipPools"][1]["encapsulation"] == "None"
@@ -194,7 +194,7 @@ def test_the_derived_installation_follows_changes():
 
 def test_a_pool_mixing_ipip_and_vxlan_cannot_be_expressed():
     with pytest.raises(ValueError, match="mixes IPIP"):
-        rules.convert_pool({"metadata": {"name": "x"}, "spec": {"cidr": "10.0.0.0/16", "ipipMode": "Always",
+        installation.convert_pool({"metadata": {"name": "x"}, "spec": {"cidr": "10.0.0.0/16", "ipipMode": "Always",
                                                                 "vxlanMode": "Always"}})
 
 
@@ -202,16 +202,16 @@ def test_installation_differences_only_count_the_derived_fields():
     want = {"calicoNetwork": {"mtu": 1440, "ipPools": [{"cidr": "10.0.0.0/16"}]}}
     computed = {"calicoNetwork": {"mtu": 1440, "ipPools": [{"cidr": "10.0.0.0/16", "blockSize": 26}]},
                 "variant": "Calico"}
-    assert rules.installation_differences(want, computed) == []
+    assert installation.installation_differences(want, computed) == []
     computed["calicoNetwork"]["mtu"] = 1500
-    assert rules.installation_differences(want, computed) == [
+    assert installation.installation_differences(want, computed) == [
         "spec.calicoNetwork.mtu: derived 1440, the operator has 1500"]
 
 
 def test_image_parts():
-    assert rules.image_parts("quay.io/calico/node:v3.31.4") == ("quay.io/", "calico", "node", "v3.31.4")
-    assert rules.image_parts("calico/node:v3.27.5@sha256:ab") == ("", "calico", "node", "v3.27.5")
-    assert rules.image_parts("localhost:5000/node") == ("localhost:5000/", "", "node", None)
+    assert compare.image_parts("quay.io/calico/node:v3.31.4") == ("quay.io/", "calico", "node", "v3.31.4")
+    assert compare.image_parts("calico/node:v3.27.5@sha256:ab") == ("", "calico", "node", "v3.27.5")
+    assert compare.image_parts("localhost:5000/node") == ("localhost:5000/", "", "node", None)
 
 
 # -- policies and leftovers -------------------------------------------------------------------------------------
@@ -220,11 +220,11 @@ def test_policy_changes_name_each_object():
     def pol(name, order, ns="team"):
         return {"metadata": {"name": name, "namespace": ns, "uid": "x", "resourceVersion": "1"},
                 "spec": {"order": order}}
-    before = rules.policy_digest({"k/np": [pol("a", 1), pol("b", 2)]})
-    assert rules.policy_changes(before, rules.policy_digest({"k/np": [pol("a", 1), pol("b", 2)]})) == []
-    after = rules.policy_digest({"k/np": [pol("a", 5), pol("c", 1)]})
-    assert rules.policy_changes(before, after) == ["k/np team/b: gone", "k/np team/c: new", "k/np team/a: changed"]
-    assert rules.policy_counts(after) == {"k/np": 2}
+    before = policy.policy_digest({"k/np": [pol("a", 1), pol("b", 2)]})
+    assert policy.policy_changes(before, policy.policy_digest({"k/np": [pol("a", 1), pol("b", 2)]})) == []
+    after = policy.policy_digest({"k/np": [pol("a", 5), pol("c", 1)]})
+    assert policy.policy_changes(before, after) == ["k/np team/b: gone", "k/np team/c: new", "k/np team/a: changed"]
+    assert policy.policy_counts(after) == {"k/np": 2}
 
 
 def test_leftovers_are_ownerless_objects_never_crds():
@@ -377,11 +377,11 @@ def test_what_the_api_server_fills_in_is_no_customisation():
             if "valueFrom" in e and "fieldRef" in e["valueFrom"]:
                 e["valueFrom"]["fieldRef"]["apiVersion"] = "v1"
         obs["node_ds"]["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["type"] = ""
-    assert rules.customisations(observed(edit), release()) == []
+    assert customisations.customisations(observed(edit), release()) == []
 
     def changed(obs):
         obs["node_ds"]["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["type"] = "Directory"
-    assert [i["name"] for i in rules.customisations(observed(changed), release())] == ["lib-modules"]
+    assert [i["name"] for i in customisations.customisations(observed(changed), release())] == ["lib-modules"]
 
 
 def test_runner_refuses_before_any_write_when_felixconfiguration_default_is_missing():
