@@ -398,7 +398,7 @@ class CapturedLimit(object):
             mark = self.cluster.audit.mark()
             res = self._capture_run({"KUBECONFIG": str(capture), "K8S_AUTH_KUBECONFIG": str(capture)})
             events = self.cluster.audit.events_since(mark, users=(CAPTURE_USER,))
-            merge = collection_module("k8s.merge_patch")
+            merge = collection_module("objects.merge_patch")
             state["stream"], state["rewritten"] = limit.captured_stream(
                 events, lambda api_version: merge.CONTENT_TYPES[merge.default_patch_type(api_version)],
                 wait_windows(res.data))

@@ -96,7 +96,7 @@ counts:
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import FIELD_MANAGER
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.field_ownership import run
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.field_ownership import run
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 
 

@@ -128,7 +128,7 @@ import time
 
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.apply import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.apply import (
     ApplyError, apply_documents, wait_crds_established)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import MARKER, is_secret

@@ -159,7 +159,7 @@ api_requests:
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.merge_patch import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.merge_patch import (
     MISSING_CHOICES, PATCH_TYPES, run_merge_patch)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_secret_parts

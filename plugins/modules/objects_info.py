@@ -89,7 +89,7 @@ api_requests:
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.objects import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.read import (
     entry_problem, read_objects, subject)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import DEFAULT_WORKERS, workers_problem
 

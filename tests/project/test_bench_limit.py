@@ -27,7 +27,7 @@ def _load_run():
 
 def _merge_type(api_version):
     """The collection's own rule (merge_patch ``auto``), as run.py passes it."""
-    merge = _load_run().collection_module("k8s.merge_patch")
+    merge = _load_run().collection_module("objects.merge_patch")
     return merge.CONTENT_TYPES[merge.default_patch_type(api_version)]
 
 

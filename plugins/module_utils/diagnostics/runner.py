@@ -23,7 +23,7 @@ import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.diagnostics import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.objects import read_objects
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.read import read_objects
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import atomic_write
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.location import check_file

@@ -77,10 +77,19 @@ class FirstContactFailed(Exception):
         self.cause = cause
 
 
+def _endpoint(module):
+    """``endpoint()`` of the module's auth options; a bad ``CALICO_OPS_K8S_CLIENT`` fails the module naming it."""
+    try:
+        return endpoint(module.params)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+
+
 def transport_from_module(module):
-    """``HttpTransport`` when ``k8s/transport.py`` reads the auth options' shape, else kubernetes.core's dynamic
-    client (``get_api_client``: its rules, its errors, its ``kubernetes`` library check)."""
-    found = endpoint(module.params)
+    """``HttpTransport`` when ``k8s/transport.py`` reads the auth options' shape (and ``CALICO_OPS_K8S_CLIENT`` is
+    not ``kubernetes.core``), else kubernetes.core's dynamic client (``get_api_client``: its rules, its errors, its
+    ``kubernetes`` library check)."""
+    found = _endpoint(module)
     if found is not None:
         return HttpTransport(found)
     requires = getattr(module, "requires", None)
@@ -92,7 +101,7 @@ def transport_from_module(module):
 
 def server_url(module):
     """The API server URL the auth options lead to."""
-    found = endpoint(module.params)
+    found = _endpoint(module)
     if found is not None:
         return found.server
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client

@@ -53,6 +53,12 @@ CLUSTER_KEYS = frozenset(("server", "certificate-authority", "certificate-author
                           "insecure-skip-tls-verify", "extensions"))
 USER_KEYS = frozenset(("client-certificate", "client-certificate-data", "client-key", "client-key-data",
                        "token", "tokenFile", "extensions"))
+# The one switch to kubernetes.core's client (docs/architecture.md, "Which client sends the requests"): with
+# CALICO_OPS_K8S_CLIENT=kubernetes.core in the environment of the modules, every module of the collection sends
+# its requests through kubernetes.core's own client, for an environment where this transport misbehaves; "lean"
+# (the default) uses this transport wherever ``endpoint()`` reads the auth options' shape.
+CLIENT_ENV = "CALICO_OPS_K8S_CLIENT"
+CLIENT_CHOICES = ("lean", "kubernetes.core")
 # options kubernetes.core supports that only its own client implements (proxy_headers comes from the environment)
 HANDED_OVER = ("username", "password", "proxy", "no_proxy", "persist_config", "proxy_headers")
 IMPERSONATION = ("impersonate_user", "impersonate_groups")
@@ -124,11 +130,23 @@ def auth_options(params, environ=None):
     return auth
 
 
-def endpoint(params, environ=None):
-    """The ``Endpoint`` the auth options lead to, or ``None`` when kubernetes.core's own client must do it."""
-    if http_client is None:
-        return None
+def client_choice(environ=None):
+    """``lean`` or ``kubernetes.core``: the value of ``CALICO_OPS_K8S_CLIENT`` (unset or empty: ``lean``); any other
+    value raises ValueError naming the variable and the values allowed."""
     environ = os.environ if environ is None else environ
+    value = (environ.get(CLIENT_ENV) or "lean").strip()
+    if value not in CLIENT_CHOICES:
+        raise ValueError("%s is %r: choose one of %s (unset means lean)" % (CLIENT_ENV, value,
+                                                                            ", ".join(CLIENT_CHOICES)))
+    return value
+
+
+def endpoint(params, environ=None):
+    """The ``Endpoint`` the auth options lead to, or ``None`` when kubernetes.core's own client must do it (or
+    ``CALICO_OPS_K8S_CLIENT`` says so)."""
+    environ = os.environ if environ is None else environ
+    if client_choice(environ) == "kubernetes.core" or http_client is None:
+        return None
     auth = auth_options(params, environ)
     if any(auth.get(name) for name in HANDED_OVER + IMPERSONATION):
         return None

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import apply as ap
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects import apply as ap
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 
 

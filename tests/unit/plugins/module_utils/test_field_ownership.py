@@ -1,6 +1,6 @@
 """Handing fields over to our field manager, pure and through the real Client against the fake API."""
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import field_ownership as fo
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects import field_ownership as fo
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import FakeDynamic, client as client_for
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import rules as r
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.merge_patch import apply_merge_patch
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.merge_patch import apply_merge_patch
 
 SEL = {"non-calico": "true"}
 

@@ -9,7 +9,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import api_exception
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client, ClientError
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.merge_patch import (
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.merge_patch import (
     apply_merge_patch, patch_view, run_merge_patch, strip_noise)
 
 

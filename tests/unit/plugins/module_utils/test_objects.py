@@ -1,14 +1,14 @@
-"""k8s/objects.read_objects (the objects_info module): several objects read in one run, in the order asked,
+"""objects/read.read_objects (the objects_info module): several objects read in one run, in the order asked,
 each group-version discovered once, unserved types and missing objects reported (not failed), other errors raised;
 discovery.Kinds shared with apply's and field ownership's resolvers."""
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.apply import TypeResolver
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.apply import TypeResolver
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import Kinds
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.field_ownership import Resolver
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.objects import entry_problem, read_objects
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.field_ownership import Resolver
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.read import entry_problem, read_objects
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import client, standard_api
 
 

@@ -58,6 +58,24 @@ def test_the_context_option_and_env_choose_the_context(tmp_path):
     assert tr.endpoint({"kubeconfig": path}, environ={"K8S_AUTH_CONTEXT": "other"}).bearer() == "t0k"
 
 
+def test_the_switch_hands_every_shape_to_kubernetes_core(tmp_path):
+    path = kubeconfig(tmp_path)
+    assert tr.endpoint({"kubeconfig": path}, environ={}) is not None  # unset: lean
+    assert tr.endpoint({"kubeconfig": path}, environ={"CALICO_OPS_K8S_CLIENT": ""}) is not None
+    assert tr.endpoint({"kubeconfig": path}, environ={"CALICO_OPS_K8S_CLIENT": "lean"}) is not None
+    assert tr.endpoint({"kubeconfig": path}, environ={"CALICO_OPS_K8S_CLIENT": "kubernetes.core"}) is None
+    assert tr.endpoint({"host": "https://h:6443", "api_key": "k"},
+                       environ={"CALICO_OPS_K8S_CLIENT": "kubernetes.core"}) is None
+
+
+@pytest.mark.parametrize("value", ["kubernetes", "Lean", "requests"])
+def test_a_bad_switch_value_names_the_variable_and_the_choices(tmp_path, value):
+    with pytest.raises(ValueError) as err:
+        tr.endpoint({"kubeconfig": kubeconfig(tmp_path)}, environ={"CALICO_OPS_K8S_CLIENT": value})
+    assert str(err.value) == ("CALICO_OPS_K8S_CLIENT is %r: choose one of lean, kubernetes.core (unset means lean)"
+                              % value)
+
+
 def test_host_with_api_key_skips_the_kubeconfig():
     ep = tr.endpoint({"host": "https://h:6443", "api_key": "k", "validate_certs": False}, environ={})
     assert (ep.server, ep.bearer(), ep.verify) == ("https://h:6443", "k", False)

@@ -5,6 +5,7 @@ import yaml
 from ansible_collections.calico_ops.lifecycle.plugins.doc_fragments import records as records_fragment
 from ansible_collections.calico_ops.lifecycle.plugins.doc_fragments import report as report_fragment
 from ansible_collections.calico_ops.lifecycle.plugins.doc_fragments import variable_prefix as variable_prefix_fragment
+from ansible_collections.calico_ops.lifecycle.plugins.doc_fragments import workers as workers_fragment
 
 from ansible_collections.calico_ops.lifecycle.plugins.modules import owner_references as module
 
@@ -14,6 +15,10 @@ def test_documented_options_match_the_argument_spec():
     spec = module.argument_spec()
     own = dict((k, v) for k, v in spec.items() if k in doc["options"])
     assert sorted(own) == sorted(doc["options"])
+    # workers: its description here, its type and default from the fragment (Ansible merges the two)
+    workers = yaml.safe_load(workers_fragment.ModuleDocFragment.DOCUMENTATION)["options"]["workers"]
+    assert set(doc["options"]["workers"]) == {"description"}
+    doc["options"]["workers"] = dict(workers, **doc["options"]["workers"])
     for name, opt in doc["options"].items():
         assert spec[name]["type"] == opt["type"], name
         assert spec[name].get("default") == opt.get("default"), name
@@ -22,7 +27,8 @@ def test_documented_options_match_the_argument_spec():
     assert "kubeconfig" in spec  # the auth options of kubernetes.core
     assert doc["extends_documentation_fragment"] == ["kubernetes.core.k8s_auth_options", "calico_ops.lifecycle.records",
                                                      "calico_ops.lifecycle.report",
-                                                     "calico_ops.lifecycle.variable_prefix"]
+                                                     "calico_ops.lifecycle.variable_prefix",
+                                                     "calico_ops.lifecycle.workers"]
     for fragment_module, option in ((report_fragment, "report_limit"), (variable_prefix_fragment, "variable_prefix"),
                                     (records_fragment, "record_namespace"), (records_fragment, "record_path")):
         fragment = yaml.safe_load(fragment_module.ModuleDocFragment.DOCUMENTATION)["options"][option]
