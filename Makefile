@@ -23,7 +23,7 @@ help:
 	@echo "make test   - lint, sanity, unit, integration, reliability and Molecule against the local control plane"
 	@echo "make cluster-up / cluster-down / cluster-env - a control plane to poke at by hand"
 
-venv: $(VENV)/.installed $(VENV)/.zipimport-cache
+venv: $(VENV)/.installed $(VENV)/.zipimport-cache $(VENV)/.harness
 
 # tests only: module processes of this venv keep zipimport's compiled code when CALICO_OPS_TEST_ZIPIMPORT_CACHE is
 # set (tests/conftest.py and tests/run-checks.sh set it; nothing else does): tests/tools/zipimport_cache.py
@@ -31,6 +31,12 @@ $(VENV)/.zipimport-cache: tests/tools/zipimport_cache.py $(VENV)/.installed
 	@site=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
 		cp tests/tools/zipimport_cache.py "$$site/_calico_ops_zipimport_cache.py" && \
 		echo "import _calico_ops_zipimport_cache" > "$$site/_calico_ops_zipimport_cache.pth"
+	@touch $@
+
+# the local control plane harness (tests/localcp) as a development package of .venv: the tests and the benchmarks
+# import it by its name, localcp (tests/localcp/pyproject.toml)
+$(VENV)/.harness: tests/localcp/pyproject.toml $(VENV)/.installed
+	@$(BIN)/pip install --quiet --no-deps -e tests/localcp
 	@touch $@
 
 $(VENV)/.installed: requirements-dev.txt

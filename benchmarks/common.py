@@ -1,12 +1,9 @@
 """What the benchmark scripts share: the control plane they run on."""
 
 import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from localcp.cluster import ControlPlane  # noqa: E402
+from localcp.cluster import ControlPlane
 
 
 def control_plane():

@@ -27,11 +27,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT / "tests"))
 
-from localcp.cluster import ControlPlane  # noqa: E402
-from localcp.fixtures import Ansible, Cluster  # noqa: E402
-from localcp.nodes import default_specs  # noqa: E402
+from localcp.cluster import ControlPlane
+from localcp.fixtures import Ansible, Cluster
+from localcp.nodes import default_specs
 
 INVENTORY = "inventories/local/hosts.yml"
 NO_POLICY = ["pod_to_pod", "pod_to_service", "pod_to_nodeport", "host_to_nodeport", "pod_to_api_server", "dns",

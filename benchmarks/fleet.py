@@ -28,10 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT / "tests"))
 
-from localcp import fleet as localfleet  # noqa: E402
-from localcp.fixtures import Ansible  # noqa: E402
+from localcp import fleet as localfleet
+from localcp.fixtures import Ansible
 
 
 def _requests(clusters: dict, marks: dict) -> dict:

@@ -38,13 +38,12 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
-from localcp import traffic  # noqa: E402
-from localcp.traffic import process_tree as tree, rss_kib  # noqa: E402
-from localcp.cluster import ControlPlane  # noqa: E402
-from localcp.fixtures import Ansible, Cluster  # noqa: E402
-from localcp.nodes import default_specs  # noqa: E402
+from localcp import traffic
+from localcp.traffic import process_tree as tree, rss_kib
+from localcp.cluster import ControlPlane
+from localcp.fixtures import Ansible, Cluster
+from localcp.nodes import default_specs
 
 RESULTS = HERE / "results"
 TICKS = os.sysconf("SC_CLK_TCK")

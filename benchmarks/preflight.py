@@ -24,7 +24,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO / "tests"))
 
 from localcp.cluster import ControlPlane  # noqa: E402
 from localcp.fixtures import Ansible, Cluster, collections_path  # noqa: E402

@@ -22,11 +22,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT / "tests"))
 
-from localcp import switches  # noqa: E402
-from localcp.cluster import ControlPlane  # noqa: E402
-from localcp.fixtures import Ansible, Cluster  # noqa: E402
+from localcp import switches
+from localcp.cluster import ControlPlane
+from localcp.fixtures import Ansible, Cluster
 
 # the jobs' own prober and check (roles/connectivity) off: the contenders by hand deploy nothing of the kind, and the
 # probe pods' interfaces would add to what each Felix attaches when it restarts onto the other data plane
