@@ -272,7 +272,9 @@ class Install(object):
         started = time.monotonic()
         wipe_operator_resources(self.cluster)  # while the operator runs (its finalizer)
         for release, namespace in self.helm_releases:
-            helm(self.cluster, "uninstall", release, "-n", namespace, "--wait", check=False)
+            # helm waits up to 5 minutes by default for every object of the release to go (seen once in a full run:
+            # a teardown of 379 s); what it leaves, the namespaces' deletion below waits for
+            helm(self.cluster, "uninstall", release, "-n", namespace, "--wait", "--timeout", "90s", check=False)
         for namespace, name in self.configmaps:
             self.cluster.kubectl("delete", "configmap", "-n", namespace, name, "--ignore-not-found", check=False)
         # `kubectl delete --wait` sometimes sits for minutes on a watch after everything is gone: delete without
