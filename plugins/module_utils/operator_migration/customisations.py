@@ -243,8 +243,8 @@ def _containers(spec, rspec, what):
             out.append(new_item(what + " resources", c.get("name"), json.dumps(c.get("resources"), sort_keys=True),
                                 json.dumps(rc.get("resources"), sort_keys=True),
                                 maps_to="spec.%s.spec.template.spec.containers[%s].resources" % (
-                                 "calicoNodeDaemonSet" if what == "calico-node" else "calicoKubeControllersDeployment",
-                                 c.get("name"))))
+                                    "calicoNodeDaemonSet" if what == "calico-node"
+                                    else "calicoKubeControllersDeployment", c.get("name"))))
     return out
 
 

@@ -195,7 +195,7 @@ def test_the_derived_installation_follows_changes():
 def test_a_pool_mixing_ipip_and_vxlan_cannot_be_expressed():
     with pytest.raises(ValueError, match="mixes IPIP"):
         installation.convert_pool({"metadata": {"name": "x"}, "spec": {"cidr": "10.0.0.0/16", "ipipMode": "Always",
-                                                                "vxlanMode": "Always"}})
+                                                                       "vxlanMode": "Always"}})
 
 
 def test_installation_differences_only_count_the_derived_fields():
