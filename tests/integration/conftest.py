@@ -29,8 +29,8 @@ FILE_WEIGHTS = {
     # rollout one node at a time behind Felix's readiness (2026-11-28: ~600 s)
     "test_switch_under_traffic.py": 600,
     "test_awx_jobs.py": 900,
-    # five control planes of its own at once: a rollout of install_ebpf halted by a degraded cluster, a re-run,
-    # five bad-input runs (2026-11-29: 333 s alone)
+    # four control planes of its own at once: a rollout of install_ebpf in check mode, then halted by a degraded
+    # cluster, a re-run, five bad-input runs
     "test_fleet.py": 400,
     "test_disable_ebpf.py": 350,
     "test_kube_proxy.py": 450,

@@ -1,16 +1,18 @@
-"""Fleet rollout (playbooks/fleet_rollout.yml, roles/fleet_rollout) against five control planes at once.
+"""Fleet rollout (playbooks/fleet_rollout.yml, roles/fleet_rollout) against four control planes at once.
 
-Five small control planes (one kwok node each, the kubeadm shape: its kube-proxy DaemonSet), each a host of group
+Four small control planes (one kwok node each, the kubeadm shape: its kube-proxy DaemonSet), each a host of group
 calico_fleet in an inventory written here: its kubeconfig as ``calico_kubeconfig``, its release mirror as
 ``calico_manifest_url``. The controller's environment names no cluster (no KUBECONFIG, no K8S_AUTH_*): a task that
 reached for anything but its own host's settings would fail. The job is ``install_ebpf`` with the real Tigera
-operator on each; canary ``cluster-1``, then batches of two: [cluster-2, cluster-3], [cluster-4, cluster-5].
+operator on each; canary ``cluster-1``, then batches of two: [cluster-2, cluster-3], [cluster-4] (a last batch
+holds what is left; four clusters, not five: each cluster's job runs up to three times here, check mode included,
+and the pool's CPUs are the limit of make test).
 
 ``cluster-3`` is made to degrade as a cluster with an addon manager does: a reconciler (this test's thread, what
 kube-addon-manager does every minute on GKE/kube-up clusters, here every second) puts the kube-proxy DaemonSet back as
 it was whenever the install takes it off the nodes, so kube-proxy never leaves and the cluster fails (in the job's own
 wait for kube-proxy, or in the gate that re-reads it). Asserted from each cluster's audit log: the canary written
-first and done before any other cluster is written, the batch order, no write at all to cluster-4 and cluster-5, each
+first and done before any other cluster is written, the batch order, no write at all to cluster-4, each
 cluster's state as its job left it; then, with the reconciler stopped, a re-run that reports cluster-1 and cluster-2
 "already done" without a single write to them (changed=0 there) and finishes the others.
 
@@ -30,7 +32,7 @@ from localcp.fixtures import Ansible
 
 pytestmark = pytest.mark.integration
 
-CLUSTERS = [f"cluster-{i}" for i in range(1, 6)]
+CLUSTERS = [f"cluster-{i}" for i in range(1, 5)]
 FAILING = "cluster-3"
 NON_CALICO = "non-calico"  # the nodeSelector key the install gives kube-proxy (kube_proxy_node_selector)
 
@@ -104,7 +106,7 @@ def test_canary_then_batches_halting_on_the_first_cluster_that_degrades_then_a_r
     preview = _rollout(fleet, tmp_path, inventory, check=True)
     assert preview.rc == 0, preview.stdout[-6000:]
     shown = preview.result_of("Show the summary, a row per cluster")["msg"]
-    assert "5 previewed in check mode" in shown[0] and all(" | checked | " in line for line in shown[1:]), shown
+    assert "4 previewed in check mode" in shown[0] and all(" | checked | " in line for line in shown[1:]), shown
     assert {name: len(c.audit.writes_since(marks[name])) for name, c in fleet.items()} == dict.fromkeys(CLUSTERS, 0)
     assert not (tmp_path / "summary").exists()  # check mode writes no summary either
 
@@ -122,7 +124,7 @@ def test_canary_then_batches_halting_on_the_first_cluster_that_degrades_then_a_r
     rows = {r["cluster"]: r for r in summary["clusters"]}
     assert [r["cluster"] for r in summary["clusters"]] == CLUSTERS
     assert {n: rows[n]["status"] for n in CLUSTERS} == {
-        "cluster-1": "ok", "cluster-2": "ok", FAILING: "failed", "cluster-4": "not run", "cluster-5": "not run"}, out
+        "cluster-1": "ok", "cluster-2": "ok", FAILING: "failed", "cluster-4": "not run"}, out
     assert "kube-proxy" in rows[FAILING]["reason"] or "kube-proxy" in rows[FAILING]["gate"], rows[FAILING]
     assert summary["halted"] and FAILING in summary["halt_reason"], summary
     assert rows["cluster-4"]["reason"].startswith("halted: "), rows["cluster-4"]
@@ -136,12 +138,11 @@ def test_canary_then_batches_halting_on_the_first_cluster_that_degrades_then_a_r
     assert writes["cluster-1"][2] > 0 and writes["cluster-2"][2] > 0 and writes[FAILING][2] > 0, writes
     assert writes["cluster-1"][1] < min(writes["cluster-2"][0], writes[FAILING][0]), writes
     # nothing at all to the batch after the failing one
-    assert writes["cluster-4"][2] == 0 and writes["cluster-5"][2] == 0, writes
+    assert writes["cluster-4"][2] == 0, writes
     # each cluster as its job left it
     for name in ("cluster-1", "cluster-2"):
         assert _state(fleet[name]) == ("BPF", "true"), name
-    for name in ("cluster-4", "cluster-5"):
-        assert _state(fleet[name]) == (None, None), name
+    assert _state(fleet["cluster-4"]) == (None, None)
     # the failed cluster's diagnostics archive, where the summary goes
     assert list((tmp_path / "summary").glob(f"diagnostics-{FAILING}*")), sorted(os.listdir(tmp_path / "summary"))
 
@@ -152,14 +153,14 @@ def test_canary_then_batches_halting_on_the_first_cluster_that_degrades_then_a_r
     summary = json.loads((tmp_path / "summary" / "fleet-rollout-install_ebpf.json").read_text())
     rows = {r["cluster"]: r for r in summary["clusters"]}
     assert {n: rows[n]["status"] for n in CLUSTERS} == {
-        "cluster-1": "already done", "cluster-2": "already done", FAILING: "ok", "cluster-4": "ok",
-        "cluster-5": "ok"}, again.stdout[-4000:]
+        "cluster-1": "already done", "cluster-2": "already done", FAILING: "ok", "cluster-4": "ok"},
+        again.stdout[-4000:]
     for name in ("cluster-1", "cluster-2"):
         assert again.changed(name) == 0, again.stdout[-4000:]
         assert _first_and_last_write(fleet[name], marks[name])[2] == 0, name
-    for name in (FAILING, "cluster-4", "cluster-5"):
+    for name in (FAILING, "cluster-4"):
         assert _state(fleet[name]) == ("BPF", "true"), name
-    # batch order: cluster-4 and cluster-5 are written only after cluster-3's batch is done
+    # batch order: cluster-4 is written only after cluster-3's batch is done
     w3 = _first_and_last_write(fleet[FAILING], marks[FAILING])
     w4 = _first_and_last_write(fleet["cluster-4"], marks["cluster-4"])
     assert w3[1] < w4[0], (w3, w4)

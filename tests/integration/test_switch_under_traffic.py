@@ -19,8 +19,8 @@ The bounds asserted, and why:
   (its own rule for that setting): new connections to and from pods fail until it has attached its programs again,
   the longest stretch of a switch on this machine under the integration pool's load. So each target may fail for at
   most ``MAX_GAP`` seconds at a stretch and must be answering at the end, and a switch is measured until that
-  restart is over on every node (localcp/switches.py ``settled``: the calico-node processes started after the
-  change and Ready), plus 15 s.
+  restart is over on every node (localcp/switches.py ``settled``: each node's Felix process started after the
+  change, and its readiness endpoint answers), plus 15 s.
 * The collection's order: kube-proxy stops selecting nodes only once every calico-node pod of the new template is
   Ready, the operator has set bpfEnabled, and every pod stayed Ready through the readiness window after it -
   asserted from a timeline. The static targets barely show the order (kube-proxy's rules stay behind on a node when

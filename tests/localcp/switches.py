@@ -19,7 +19,9 @@ DaemonSet, the real calico-node behind the operator's), ``Switches``:
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import sys
 import threading
 import time
 import urllib.parse
@@ -188,11 +190,50 @@ def calico_node_ready(cluster) -> tuple:
     return ready, (ds.get("status") or {}).get("desiredNumberScheduled", 0), int(gen) if gen.isdigit() else 0
 
 
+def felix_started(cluster) -> dict:
+    """{node: when its Felix process started (epoch seconds), or None}: the ``calico-node -felix`` process under each
+    running calico-node container's process (calico_node_image.py restarts Felix inside the container, as the
+    image's runit does: the pod runner's process stays the same)."""
+    roots = {p["node"]: p["pid"] for p in cluster.processes("calico-node") if p["pid"]}
+    children, hz = {}, os.sysconf("SC_CLK_TCK")
+    boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                if line.startswith("btime "))
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        children.setdefault(int(fields[1]), []).append((int(entry), boot + int(fields[19]) / hz))
+    out = {}
+    for node, root in roots.items():
+        out[node], todo = None, [root]
+        while todo:
+            for child, started in children.get(todo.pop(), []):
+                try:
+                    argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if b"-felix" in argv:
+                    out[node] = started
+                todo.append(child)
+    return out
+
+
+def felix_ready(cluster, node: str) -> bool:
+    """Felix's readiness endpoint (localhost:9099, FELIX_HEALTHENABLED as the operator renders it) answers 200 on
+    the node."""
+    return cluster.in_node(node, sys.executable, "-m", "localcp.podserve", "get", "http://127.0.0.1:9099/readiness",
+                           "--timeout", "3", timeout=30, check=False).returncode == 0
+
+
 def settled(cluster, bpf: bool, kube_proxy: bool, felix_since: float = None) -> bool:
     """The operator has switched Felix (FelixConfiguration bpfEnabled), calico-node has rolled out with every pod
     ready, and kube-proxy runs (or not) on every node. With ``felix_since`` (Timeline.felix_since: bpfEnabled changed
-    after it), also every node's calico-node process started after it (Felix's restart for the change is over) and
-    its pod Ready since."""
+    after it), also every node's Felix process started after it (its restart for the change is over) and ready by
+    its own readiness endpoint."""
     felix = _get(cluster, "felixconfiguration", "default") or {}
     if bool((felix.get("spec") or {}).get("bpfEnabled")) != bpf:
         return False
@@ -203,12 +244,13 @@ def settled(cluster, bpf: bool, kube_proxy: bool, felix_since: float = None) -> 
             == calico_node_ready(cluster)[0]):
         return False
     if felix_since is not None:
-        felix_procs = [p for p in cluster.processes("calico-node") if p["pid"]]
-        if len(felix_procs) != st.get("desiredNumberScheduled") or not all(
-                (p.get("started_at") or 0) > felix_since for p in felix_procs):
+        started = felix_started(cluster)
+        if len(started) != st.get("desiredNumberScheduled") or not all(
+                t is not None and t > felix_since for t in started.values()):
             return False
-        # Ready again after that start (the pod runner sets it from the readiness probe, false until it passes)
-        if calico_node_ready(cluster)[0] != st.get("desiredNumberScheduled"):
+        # and ready by its own account: the pod's Ready comes from a probe every few seconds and stays True through
+        # a restart of Felix inside the container (the image's runit restarts it, not the pod runner)
+        if not all(felix_ready(cluster, node) for node in started):
             return False
     running = [p for p in cluster.processes("kube-proxy") if p["pid"]]
     if len(running) != (len(cluster.nodes_with_network()) if kube_proxy else 0):
