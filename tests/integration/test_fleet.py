@@ -153,8 +153,7 @@ def test_canary_then_batches_halting_on_the_first_cluster_that_degrades_then_a_r
     summary = json.loads((tmp_path / "summary" / "fleet-rollout-install_ebpf.json").read_text())
     rows = {r["cluster"]: r for r in summary["clusters"]}
     assert {n: rows[n]["status"] for n in CLUSTERS} == {
-        "cluster-1": "already done", "cluster-2": "already done", FAILING: "ok", "cluster-4": "ok"},
-        again.stdout[-4000:]
+        "cluster-1": "already done", "cluster-2": "already done", FAILING: "ok", "cluster-4": "ok"}, again.stdout[-4000:]
     for name in ("cluster-1", "cluster-2"):
         assert again.changed(name) == 0, again.stdout[-4000:]
         assert _first_and_last_write(fleet[name], marks[name])[2] == 0, name
