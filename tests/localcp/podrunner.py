@@ -334,7 +334,6 @@ class Proc:
         self.popen = None
         self.restarts = 0
         self.started = 0.0
-        self.started_at = None  # wall-clock time of the last start (processes.json: a restart shows as a newer one)
         self.next_start = 0.0
         self.backoff = 1.0
         self.binary = None
@@ -606,7 +605,7 @@ class PodRunner:
         proc.popen = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       cwd=str(workdir), env=env, preexec_fn=_child_setup)
         logf.close()
-        proc.started, proc.started_at = time.monotonic(), time.time()
+        proc.started = time.monotonic()
         proc.env = env
         self._probe_reset(proc)
         log(f"started {proc.label} ({proc.comp.name} {proc.tag}) pid {proc.popen.pid}")
@@ -1102,7 +1101,7 @@ class PodRunner:
             out.append({"component": proc.comp.name, "version": proc.tag, "namespace": m["namespace"],
                         "pod": m["name"], "pod_uid": m["uid"], "container": proc.container["name"],
                         "binary": proc.binary, "restarts": proc.restarts, "problem": proc.problem,
-                        "where": proc.where, "node": proc.pod["spec"].get("nodeName"), "started_at": proc.started_at,
+                        "where": proc.where, "node": proc.pod["spec"].get("nodeName"),
                         "pid": proc.popen.pid if proc.popen is not None and proc.popen.poll() is None else None,
                         "log": str(self.pods_dir / f"{m['namespace']}_{m['name']}_{proc.container['name']}.log")})
         tmp = self.pods_dir / "processes.json.tmp"

@@ -24,7 +24,6 @@ import statistics
 import sys
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 
 import yaml
@@ -110,10 +109,10 @@ class Timeline(threading.Thread):
         self.join(timeout=10)
 
 
-# The kinds the timeline and ``settled`` read several times a second during a measured switch: read with one
-# HTTP client per thread (kubernetes' ApiClient, as tests' ``cluster.k8s``), not a kubectl process each. A kubectl
-# process costs ~0.1 s of CPU on this 2-core machine, and the timeline polled three of them every 0.5 s, beside the
-# pool's other tests; anything else goes through kubectl.
+# The kinds the timeline and ``settled`` read several times a second during a measured switch: read through the
+# test's own kubernetes client (``cluster.k8s``, one per thread), not a kubectl process each. A kubectl process costs
+# ~0.1 s of CPU on this 2-core machine, and the timeline polled three of them every 0.5 s, beside the pool's other
+# tests; anything else goes through kubectl.
 _PATHS = {
     "daemonset": "/apis/apps/v1/namespaces/{ns}/daemonsets",
     "pods": "/api/v1/namespaces/{ns}/pods",
@@ -121,36 +120,17 @@ _PATHS = {
     "installation.operator.tigera.io": "/apis/operator.tigera.io/v1/installations",
     "tigerastatus": "/apis/operator.tigera.io/v1/tigerastatuses",
 }
-_clients = threading.local()
 
 
 def _api_get(cluster, kind, name=None, namespace=None, selector=None):
-    """GET of one object (None when it does not exist) or a list ({"items": [...]}), through a client of this
-    thread for the cluster's kubeconfig."""
-    from kubernetes import config as k8s_config
-    from kubernetes.client.exceptions import ApiException
-    cache = getattr(_clients, "by_config", None)
-    if cache is None:
-        cache = _clients.by_config = {}
-    api = cache.get(cluster.kubeconfig)
-    if api is None:
-        api = cache[cluster.kubeconfig] = k8s_config.new_client_from_config(config_file=cluster.kubeconfig)
+    """GET of one object (None when it does not exist) or a list ({"items": [...]})."""
+    from kubernetes.dynamic.exceptions import NotFoundError
     path = _PATHS[kind].format(ns=namespace) + (f"/{name}" if name else "")
-    query = [("labelSelector", selector)] if selector else []
-    headers = {"Accept": "application/json"}
-    api.update_params_for_auth(headers, query, ["BearerToken"], path, "GET", None)
-    url = api.configuration.host + path + ("?" + urllib.parse.urlencode(query) if query else "")
     try:
-        resp = api.call_api("GET", url, header_params=headers, _request_timeout=30)
-        resp.read()
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    if resp.status == 404:
+        resp = cluster.k8s.request("GET", path, serialize=False, header_params={"Accept": "application/json"},
+                                   query_params=[("labelSelector", selector)] if selector else [])
+    except NotFoundError:
         return None
-    if resp.status >= 400:
-        raise RuntimeError(f"GET {path}: {resp.status} {resp.data[:300]!r}")
     return json.loads(resp.data)
 
 
