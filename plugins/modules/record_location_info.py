@@ -89,8 +89,8 @@ record:
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
-    RecordStoreError, check_record_location)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import RecordStoreError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.location import check_record_location
 
 
 def _check(m):

@@ -220,45 +220,64 @@ def detect(obs, overrides=None):
         put("istio_version", *detect_istio_version(obs))
     else:
         put("istio_version", None, "not looked up: application layer policy is off")
-    ds = node_daemonset(obs, method)
-    facts["node_daemonset"] = ({"namespace": meta_of(ds).get("namespace"), "name": meta_of(ds).get("name")}
-                               if ds is not None else None)
-    sources["node_daemonset"] = ("%s (method %s)" % (ref_of("DaemonSet", ds), method) if ds is not None
-                                 else "no calico-node/canal DaemonSet")
-    rel = _helm_release(obs)
-    keys = ("name", "namespace", "revision", "chart", "chart_version", "app_version")
-    facts["helm_release"] = dict((k, rel[k]) for k in keys) if rel else None
-    sources["helm_release"] = ("Secret %s/%s" % (rel["namespace"], rel["secret"]) if rel
-                               else "no deployed Helm release of chart %s in %s" % (
-                                   obs["names"]["helm_chart"], obs["names"]["operator_namespace"]))
-    ci = obs.get("cluster_information")
-    facts["cluster_version"] = ((ci or {}).get("spec") or {}).get("calicoVersion")
-    sources["cluster_version"] = ("ClusterInformation default spec.calicoVersion (%s)" % obs.get(
-        "cluster_information_api") if ci is not None else
-        "no ClusterInformation default served through the Kubernetes API")
-    inst = obs.get("installation")
-    facts["installation_version"] = ((inst or {}).get("status") or {}).get("calicoVersion")
-    sources["installation_version"] = ("Installation default status.calicoVersion" if inst is not None
-                                       else "no Installation default")
-    ts = obs.get("tigerastatus") or {}
-    facts["tigerastatus"] = {"installed": ts.get("installed", False), "ready": ts.get("ready", False),
-                             "lines": ts.get("lines", []), "components": ts.get("components", [])}
-    sources["tigerastatus"] = ("LIST %s tigerastatuses" % tigerastatus.API_VERSION if ts.get("installed")
-                               else "TigeraStatus is not served (no operator CRDs)")
-    gnp = obs.get("allow_all_upgrade")
-    facts["allow_all_upgrade"] = ({"present": True, "api_version": obs.get("allow_all_upgrade_api"),
-                                   "name": meta_of(gnp).get("name"),
-                                   "selector": (gnp.get("spec") or {}).get("selector")}
-                                  if gnp is not None else {"present": False})
-    sources["allow_all_upgrade"] = ("GlobalNetworkPolicy %s (%s)" % (meta_of(gnp).get("name"),
-                                                                     obs.get("allow_all_upgrade_api"))
-                                    if gnp is not None else "no GlobalNetworkPolicy %s through the Kubernetes API"
-                                    % ALLOW_ALL_UPGRADE)
-    facts["etcd"], sources["etcd"] = detect_etcd(obs)
-    managers, how = detect_installer(obs, method)
-    facts["installer_field_managers"] = managers
-    sources["installer_field_managers"] = how
+    for key, observe in (("node_daemonset", lambda o: detect_node_daemonset(o, method)),
+                         ("helm_release", detect_helm_release), ("cluster_version", detect_cluster_version),
+                         ("installation_version", detect_installation_version), ("tigerastatus", detect_tigerastatus),
+                         ("allow_all_upgrade", detect_allow_all_upgrade), ("etcd", detect_etcd),
+                         ("installer_field_managers", lambda o: detect_installer(o, method))):
+        facts[key], sources[key] = observe(obs)
     return facts, sources, detected
+
+
+# -- the facts a user cannot override: ``(value, source)`` each ------------------------------------------------
+
+def detect_node_daemonset(obs, method):
+    ds = node_daemonset(obs, method)
+    if ds is None:
+        return None, "no calico-node/canal DaemonSet"
+    return ({"namespace": meta_of(ds).get("namespace"), "name": meta_of(ds).get("name")},
+            "%s (method %s)" % (ref_of("DaemonSet", ds), method))
+
+
+def detect_helm_release(obs):
+    rel = _helm_release(obs)
+    if not rel:
+        return None, "no deployed Helm release of chart %s in %s" % (obs["names"]["helm_chart"],
+                                                                     obs["names"]["operator_namespace"])
+    keys = ("name", "namespace", "revision", "chart", "chart_version", "app_version")
+    return dict((k, rel[k]) for k in keys), "Secret %s/%s" % (rel["namespace"], rel["secret"])
+
+
+def detect_cluster_version(obs):
+    ci = obs.get("cluster_information")
+    if ci is None:
+        return None, "no ClusterInformation default served through the Kubernetes API"
+    return ((ci.get("spec") or {}).get("calicoVersion"),
+            "ClusterInformation default spec.calicoVersion (%s)" % obs.get("cluster_information_api"))
+
+
+def detect_installation_version(obs):
+    inst = obs.get("installation")
+    if inst is None:
+        return None, "no Installation default"
+    return (inst.get("status") or {}).get("calicoVersion"), "Installation default status.calicoVersion"
+
+
+def detect_tigerastatus(obs):
+    ts = obs.get("tigerastatus") or {}
+    return ({"installed": ts.get("installed", False), "ready": ts.get("ready", False),
+             "lines": ts.get("lines", []), "components": ts.get("components", [])},
+            "LIST %s tigerastatuses" % tigerastatus.API_VERSION if ts.get("installed")
+            else "TigeraStatus is not served (no operator CRDs)")
+
+
+def detect_allow_all_upgrade(obs):
+    gnp = obs.get("allow_all_upgrade")
+    if gnp is None:
+        return {"present": False}, "no GlobalNetworkPolicy %s through the Kubernetes API" % ALLOW_ALL_UPGRADE
+    return ({"present": True, "api_version": obs.get("allow_all_upgrade_api"), "name": meta_of(gnp).get("name"),
+             "selector": (gnp.get("spec") or {}).get("selector")},
+            "GlobalNetworkPolicy %s (%s)" % (meta_of(gnp).get("name"), obs.get("allow_all_upgrade_api")))
 
 
 def validate_overrides(overrides):

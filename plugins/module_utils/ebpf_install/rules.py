@@ -65,26 +65,39 @@ def problems(mode, installation, configmap=None, endpoint_slices=None, kube_prox
     ``configmap`` mode the play writes it, so only its absence matters in ``operator`` mode;
     ``endpoint_slices``: the EndpointSlices of Service default/kubernetes; ``kube_proxy``: DaemonSet
     kube-system/kube-proxy (None: absent); ``version``: the Calico (or Enterprise) release installed."""
-    out = []
     if mode not in MODES:
         return ["ebpf_install_bootstrap: must be one of %s (got %r)" % (", ".join(MODES), mode)]
     net = _calico_network(installation)
-    boot, kpm = net.get("bpfNetworkBootstrap"), net.get("kubeProxyManagement")
     if mode == "configmap":
-        if boot == "Enabled":
-            out.append(
-                "ebpf_install_bootstrap is configmap, but the Installation sets calicoNetwork.bpfNetworkBootstrap: "
-                "Enabled (from the custom resources file or ebpf_install_installation_spec): the operator refuses "
-                "that while ConfigMap %s/%s defines the endpoint (TigeraStatus calico Degraded, "
-                "ResourceValidationError). Use ebpf_install_bootstrap: operator, or drop bpfNetworkBootstrap."
-                % (configmap_namespace, CONFIGMAP))
-        if kpm == "Enabled" and disable_kube_proxy:
-            out.append(
-                "ebpf_install_bootstrap is configmap with ebpf_install_disable_kube_proxy: true, but the "
-                "Installation sets calicoNetwork.kubeProxyManagement: Enabled: kube-proxy would be managed twice "
-                "(by this collection and by the operator). Use ebpf_install_bootstrap: operator, or drop "
-                "kubeProxyManagement.")
-        return out
+        return _configmap_mode_problems(net, configmap_namespace, disable_kube_proxy)
+    return (_operator_mode_problems(net, configmap, endpoint_slices, version, variant, configmap_namespace)
+            + _kube_proxy_problems(kube_proxy))
+
+
+def _configmap_mode_problems(net, configmap_namespace, disable_kube_proxy):
+    """configmap mode: the Installation must leave bpfNetworkBootstrap (and, when this collection disables
+    kube-proxy, kubeProxyManagement) to the ConfigMap path."""
+    out = []
+    if net.get("bpfNetworkBootstrap") == "Enabled":
+        out.append(
+            "ebpf_install_bootstrap is configmap, but the Installation sets calicoNetwork.bpfNetworkBootstrap: "
+            "Enabled (from the custom resources file or ebpf_install_installation_spec): the operator refuses "
+            "that while ConfigMap %s/%s defines the endpoint (TigeraStatus calico Degraded, "
+            "ResourceValidationError). Use ebpf_install_bootstrap: operator, or drop bpfNetworkBootstrap."
+            % (configmap_namespace, CONFIGMAP))
+    if net.get("kubeProxyManagement") == "Enabled" and disable_kube_proxy:
+        out.append(
+            "ebpf_install_bootstrap is configmap with ebpf_install_disable_kube_proxy: true, but the "
+            "Installation sets calicoNetwork.kubeProxyManagement: Enabled: kube-proxy would be managed twice "
+            "(by this collection and by the operator). Use ebpf_install_bootstrap: operator, or drop "
+            "kubeProxyManagement.")
+    return out
+
+
+def _operator_mode_problems(net, configmap, endpoint_slices, version, variant, configmap_namespace):
+    """operator mode: a release that has the fields, the fields Enabled, no endpoint ConfigMap, and a ready address
+    for Service default/kubernetes."""
+    out = []
     minimum = MINIMUM.get(variant, MINIMUM["Calico"])
     have = _version(version)
     if have is not None and have < minimum:
@@ -107,24 +120,29 @@ def problems(mode, installation, configmap=None, endpoint_slices=None, kube_prox
             "ebpf_install_bootstrap is operator, but Service default/kubernetes has no EndpointSlice with a ready "
             "address: the operator takes the API server's addresses from there (it would report \"failed to get "
             "kubernetes endpoint slices\"). Use ebpf_install_bootstrap: configmap.")
+    return out
+
+
+def _kube_proxy_problems(kube_proxy):
+    """operator mode: a kube-proxy DaemonSet the operator will manage (there, and not marked as another tool's)."""
     if kube_proxy is None:
-        out.append(
+        return [
             "ebpf_install_bootstrap is operator, but DaemonSet kube-system/kube-proxy does not exist: with "
             "kubeProxyManagement: Enabled the operator reports TigeraStatus kubeproxy-monitor Degraded "
-            "(\"failed to retrieve kube-proxy DaemonSet\"). Use ebpf_install_bootstrap: configmap.")
-    else:
-        meta = kube_proxy.get("metadata") or {}
-        for key in MANAGED_LABELS:
-            if key in (meta.get("labels") or {}):
-                out.append("ebpf_install_bootstrap is operator, but DaemonSet kube-system/kube-proxy has label "
-                           "%s=%s: the operator leaves a kube-proxy managed by another tool alone and reports "
-                           "kubeproxy-monitor Degraded. Use ebpf_install_bootstrap: configmap."
-                           % (key, meta["labels"][key]))
-        for key in MANAGED_ANNOTATIONS:
-            if key in (meta.get("annotations") or {}):
-                out.append("ebpf_install_bootstrap is operator, but DaemonSet kube-system/kube-proxy has annotation "
-                           "%s: the operator leaves it alone (kubeproxy-monitor Degraded). Use "
-                           "ebpf_install_bootstrap: configmap." % key)
+            "(\"failed to retrieve kube-proxy DaemonSet\"). Use ebpf_install_bootstrap: configmap."]
+    out = []
+    meta = kube_proxy.get("metadata") or {}
+    for key in MANAGED_LABELS:
+        if key in (meta.get("labels") or {}):
+            out.append("ebpf_install_bootstrap is operator, but DaemonSet kube-system/kube-proxy has label "
+                       "%s=%s: the operator leaves a kube-proxy managed by another tool alone and reports "
+                       "kubeproxy-monitor Degraded. Use ebpf_install_bootstrap: configmap."
+                       % (key, meta["labels"][key]))
+    for key in MANAGED_ANNOTATIONS:
+        if key in (meta.get("annotations") or {}):
+            out.append("ebpf_install_bootstrap is operator, but DaemonSet kube-system/kube-proxy has annotation "
+                       "%s: the operator leaves it alone (kubeproxy-monitor Degraded). Use "
+                       "ebpf_install_bootstrap: configmap." % key)
     return out
 
 

@@ -119,10 +119,12 @@ class ReplaceSteps(object):
             self.store.save()
             point["at"] = self.clock()
 
-    def _delete_replaced(self, ready, pending, by_name, keys, present, started):
-        """Delete the (recorded) old endpoints of the nodes whose automatic endpoint is ready."""
+    def _deletions(self, ready, pending, by_name, keys, present):
+        """What to delete: ``(node, auto name, endpoint as it is now or the recorded one when gone, key or None when
+        gone)``. An endpoint whose labels changed since the plan is kept (a failure); one changed otherwise is recorded
+        again, and the record saved, before anything is deleted."""
         store = self.store
-        todo = []  # (node, auto name, endpoint as it is now or None when gone, key)
+        todo = []
         resave = False
         for node, auto in ready:
             for name in pending[node]["endpoints"]:
@@ -144,6 +146,11 @@ class ReplaceSteps(object):
                 todo.append((node, rules.name_of(auto), now, keys[name]))
         if resave:
             store.save()  # the record holds what is about to be deleted
+        return todo
+
+    def _delete_replaced(self, ready, pending, by_name, keys, present, started):
+        """Delete the (recorded) old endpoints of the nodes whose automatic endpoint is ready."""
+        todo = self._deletions(ready, pending, by_name, keys, present)
         changed = False
         waited = round(self.clock() - started, 1)
         per_node = {}
@@ -166,7 +173,7 @@ class ReplaceSteps(object):
                 self.counts["deleted"] += 1
                 changed = True
                 outcome["deleted"].append(name)
-                store.update(key, deleted=True, deleted_at=utc_now(), automatic_endpoint=auto_name)
+                self.store.update(key, deleted=True, deleted_at=utc_now(), automatic_endpoint=auto_name)
                 self._checkpoint["dirty"] = True
                 self._set_action([name], "deleted", automatic_endpoint=auto_name)
                 self._add_diff("HostEndpoint %s" % name, rules.recordable(ep), {})

@@ -167,40 +167,43 @@ def plan(endpoints, nodes, label_conflicts="fail"):
     conflicts = []
     out = {}
     for node in sorted(by_node):
-        eps = by_node[node]
-        current = nodes[node] or {}
-        values = {}  # key -> {endpoint: value}
-        for ep in eps:
-            for key, value in sorted(endpoint_labels(ep).items()):
-                values.setdefault(key, {})[name_of(ep)] = value
-        copy_, set_, skipped = {}, {}, []
-        for key in sorted(values):
-            by_ep = values[key]
-            distinct = set(by_ep.values())
-            if len(distinct) > 1:
-                resolution = "skip" if label_conflicts == "skip" else "blocking"
-                conflicts.append({"node": node, "key": key, "node_value": current.get(key),
-                                  "endpoint_values": dict(by_ep), "kind": "endpoints",
-                                  "resolution": resolution})
-                skipped.append(key)
-                continue
-            value = distinct.pop()
-            if key in current and current[key] != value:
-                resolution = "blocking" if label_conflicts == "fail" else label_conflicts
-                conflicts.append({"node": node, "key": key, "node_value": current[key],
-                                  "endpoint_values": dict(by_ep), "kind": "node", "resolution": resolution})
-                if label_conflicts != "overwrite":
-                    skipped.append(key)
-                    continue
-            copy_[key] = value
-            if current.get(key) != value:
-                set_[key] = value
-        out[node] = {"endpoints": [name_of(ep) for ep in eps], "copy": copy_, "set": set_,
-                     "skipped": skipped}
+        out[node] = _node_plan(node, by_node[node], nodes[node] or {}, label_conflicts, conflicts)
     return {"old": old, "automatic": automatic, "other": len(endpoints) - len(old) - automatic,
             "nodes": out, "conflicts": conflicts,
             "blocked": any(c["resolution"] == "blocking" for c in conflicts),
             "missing_nodes": missing}
+
+
+def _node_plan(node, eps, current, label_conflicts, conflicts):
+    """One node's part of the plan: the labels its old endpoints ``eps`` carry, compared with the node's own
+    ``current`` labels; the conflicts found are added to ``conflicts``."""
+    values = {}  # key -> {endpoint: value}
+    for ep in eps:
+        for key, value in sorted(endpoint_labels(ep).items()):
+            values.setdefault(key, {})[name_of(ep)] = value
+    copy_, set_, skipped = {}, {}, []
+    for key in sorted(values):
+        by_ep = values[key]
+        distinct = set(by_ep.values())
+        if len(distinct) > 1:
+            resolution = "skip" if label_conflicts == "skip" else "blocking"
+            conflicts.append({"node": node, "key": key, "node_value": current.get(key),
+                              "endpoint_values": dict(by_ep), "kind": "endpoints",
+                              "resolution": resolution})
+            skipped.append(key)
+            continue
+        value = distinct.pop()
+        if key in current and current[key] != value:
+            resolution = "blocking" if label_conflicts == "fail" else label_conflicts
+            conflicts.append({"node": node, "key": key, "node_value": current[key],
+                              "endpoint_values": dict(by_ep), "kind": "node", "resolution": resolution})
+            if label_conflicts != "overwrite":
+                skipped.append(key)
+                continue
+        copy_[key] = value
+        if current.get(key) != value:
+            set_[key] = value
+    return {"endpoints": [name_of(ep) for ep in eps], "copy": copy_, "set": set_, "skipped": skipped}
 
 
 def node_labels_plan(current, wanted, label_conflicts="fail"):

@@ -107,40 +107,55 @@ def run_kube_proxy_info(client, server_url=None, state="disabled", platform="aut
         ds is not None or name in rules.DAEMONSET_PLATFORMS) else no_mode
 
     if name == "openshift":
-        served = OPENSHIFT_NETWORK_API in (groups or ())
-        network = client.get(OPENSHIFT_NETWORK_API, "networks", openshift_name) if served else None
-        result["openshift"] = {
-            "api_version": OPENSHIFT_NETWORK_API, "served": served, "name": openshift_name,
-            "exists": network is not None,
-            "value": ((network or {}).get("spec") or {}).get(openshift_field),
-            "patch": rules.openshift_patch(state, openshift_field),
-        }
+        result["openshift"] = _openshift(client, groups, openshift_name, openshift_field, state)
     elif name == "aks":
-        api = rules.felix_api_version(groups)
-        felix = client.get(api, "felixconfigurations", felix_name) if api else None
-        details = chosen.get("details") or {}
-        result["felix"] = {
-            "api_version": api, "name": felix_name, "exists": felix is not None,
-            "value": ((felix or {}).get("spec") or {}).get(felix_field),
-            "patch": rules.felix_patch(state, felix_field),
-            "create": rules.felix_body(api, felix_name, felix_field) if api else None,
-            "azure_cni": details.get("kube_proxy_can_be_disabled") if details else None,
-            "message": rules.AKS_GAIN_LOST,
-        }
+        result["felix"] = _aks_felix(client, groups, chosen, felix_name, felix_field, state)
     elif name == "kops":
-        server = parse_server(server_url)
-        guessed = kops_cluster_name_from_host(server["host"]) if server else None
-        cluster = kops_cluster_name or guessed
-        result["kops"] = {
-            "cluster_name": cluster,
-            "cluster_name_source": ("variable" if kops_cluster_name else
-                                    ("the kubeconfig's server %s" % server["url"]) if guessed else None),
-            "state_store": kops_state_store or None,
-            "commands": rules.kops_commands(cluster, kops_state_store, state == "enabled", kops_binary,
-                                            kops_spec_file),
-        }
+        result["kops"] = _kops(server_url, kops_cluster_name, kops_state_store, kops_binary, kops_spec_file, state)
     elif name == "mke":
         failed, message = rules.mke_message(state, result["running"])
         result["mke"] = {"failed": failed, "message": message, "flags": list(rules.MKE_FLAGS)}
     result["api_requests"] = dict(client.requests)
     return result
+
+
+def _openshift(client, groups, openshift_name, openshift_field, state):
+    """OpenShift: the Network operator's config (``deployKubeProxy``) and the patch for ``state``."""
+    served = OPENSHIFT_NETWORK_API in (groups or ())
+    network = client.get(OPENSHIFT_NETWORK_API, "networks", openshift_name) if served else None
+    return {
+        "api_version": OPENSHIFT_NETWORK_API, "served": served, "name": openshift_name,
+        "exists": network is not None,
+        "value": ((network or {}).get("spec") or {}).get(openshift_field),
+        "patch": rules.openshift_patch(state, openshift_field),
+    }
+
+
+def _aks_felix(client, groups, chosen, felix_name, felix_field, state):
+    """AKS: kube-proxy stays; the FelixConfiguration field that lets eBPF live beside it, and the patch for ``state``."""
+    api = rules.felix_api_version(groups)
+    felix = client.get(api, "felixconfigurations", felix_name) if api else None
+    details = chosen.get("details") or {}
+    return {
+        "api_version": api, "name": felix_name, "exists": felix is not None,
+        "value": ((felix or {}).get("spec") or {}).get(felix_field),
+        "patch": rules.felix_patch(state, felix_field),
+        "create": rules.felix_body(api, felix_name, felix_field) if api else None,
+        "azure_cni": details.get("kube_proxy_can_be_disabled") if details else None,
+        "message": rules.AKS_GAIN_LOST,
+    }
+
+
+def _kops(server_url, kops_cluster_name, kops_state_store, kops_binary, kops_spec_file, state):
+    """kOps: the cluster's name (given, or read from the API server's host name) and the kops commands for ``state``."""
+    server = parse_server(server_url)
+    guessed = kops_cluster_name_from_host(server["host"]) if server else None
+    cluster = kops_cluster_name or guessed
+    return {
+        "cluster_name": cluster,
+        "cluster_name_source": ("variable" if kops_cluster_name else
+                                ("the kubeconfig's server %s" % server["url"]) if guessed else None),
+        "state_store": kops_state_store or None,
+        "commands": rules.kops_commands(cluster, kops_state_store, state == "enabled", kops_binary,
+                                        kops_spec_file),
+    }

@@ -194,52 +194,71 @@ def run(client, objects, from_managers, to_manager, diff=False):
         namespace = (meta.get("namespace") or "default") if namespaced else None
         if namespace:
             item["namespace"] = namespace
-        key = (api_version, kind, namespace, name)
-        for attempt in range(RETRIES):
-            if attempt == 0 and key in prefetched:
-                live = prefetched[key]
-            else:
-                live = client.get(api_version, plural, name, namespace=namespace)
-            if live is None:
-                counts["absent"] += 1
-                item["action"] = "absent"
-                break
-            current = (live.get("metadata") or {}).get("managedFields") or []
-            new, adopted = handover(current, from_managers, to_manager, api_version)
-            if not adopted:
-                counts["unchanged"] += 1
-                item["action"] = "nothing to adopt"
-                break
-            if attempt == 0 and _whole_document(obj) and _apply_would_leave_behind(
-                    client, api_version, plural, obj, namespace, from_managers, to_manager) is False:
-                counts["covered"] += 1
-                item["action"] = "covered by the apply"
-                item["shared_with"] = adopted
-                break
-            item["adopted_from"] = adopted
-            ops = [{"op": "test", "path": "/metadata/resourceVersion",
-                    "value": live["metadata"]["resourceVersion"]},
-                   {"op": "replace", "path": "/metadata/managedFields", "value": new}]
-            if diff:
-                diffs.append({"before": {"object": "%s %s" % (kind, name), "managers": managers(current)},
-                              "after": {"object": "%s %s" % (kind, name), "managers": managers(new)}})
-            if client.check_mode:
-                counts["adopted"] += 1
-                item["action"] = "would adopt"
-                break
-            try:
-                client.json_patch(api_version, plural, name, ops, namespace=namespace)
-            except ClientError as exc:
-                if exc.status in (409, 422):
-                    continue  # changed meanwhile: read again
-                raise
-            counts["adopted"] += 1
-            item["action"] = "adopted"
-            break
-        else:
-            raise ClientError("%s %s: managedFields kept changing; tried %d times" % (kind, name, RETRIES))
+        handed = _Handover(client, obj, plural, namespace, from_managers, to_manager)
+        counts[handed.run(prefetched.get((api_version, kind, namespace, name), _NOT_READ), item, diffs if diff else None)] += 1
         report.append(item)
     result = {"changed": counts["adopted"] > 0, "objects": report, "counts": counts}
     if diff:
         result["diff"] = diffs
     return result
+
+
+# not in the prefetched lists: read with a GET
+_NOT_READ = object()
+
+
+class _Handover(object):
+    """One object's handover: read (the prefetched copy first), compare, patch managedFields guarded by the
+    resourceVersion read; a conflict reads again, up to RETRIES times."""
+
+    def __init__(self, client, obj, plural, namespace, from_managers, to_manager):
+        self.client, self.obj, self.plural, self.namespace = client, obj, plural, namespace
+        self.from_managers, self.to_manager = from_managers, to_manager
+        self.api_version, self.kind = obj.get("apiVersion"), obj.get("kind")
+        self.name = (obj.get("metadata") or {}).get("name")
+
+    def run(self, prefetched, item, diffs):
+        """``prefetched``: the object as listed (None: listed and absent), or _NOT_READ. Fills ``item`` (action,
+        adopted_from / shared_with) and ``diffs`` (when not None); returns the counter to raise: absent, unchanged,
+        covered or adopted."""
+        for attempt in range(RETRIES):
+            live = prefetched if attempt == 0 and prefetched is not _NOT_READ else self.client.get(
+                self.api_version, self.plural, self.name, namespace=self.namespace)
+            outcome = self._attempt(attempt, live, item, diffs)
+            if outcome is not None:
+                return outcome
+        raise ClientError("%s %s: managedFields kept changing; tried %d times" % (self.kind, self.name, RETRIES))
+
+    def _attempt(self, attempt, live, item, diffs):
+        """One read-compare-patch round; None when the object changed meanwhile (read again)."""
+        if live is None:
+            item["action"] = "absent"
+            return "absent"
+        current = (live.get("metadata") or {}).get("managedFields") or []
+        new, adopted = handover(current, self.from_managers, self.to_manager, self.api_version)
+        if not adopted:
+            item["action"] = "nothing to adopt"
+            return "unchanged"
+        if attempt == 0 and _whole_document(self.obj) and _apply_would_leave_behind(
+                self.client, self.api_version, self.plural, self.obj, self.namespace, self.from_managers,
+                self.to_manager) is False:
+            item.update(action="covered by the apply", shared_with=adopted)
+            return "covered"
+        item["adopted_from"] = adopted
+        ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": live["metadata"]["resourceVersion"]},
+               {"op": "replace", "path": "/metadata/managedFields", "value": new}]
+        if diffs is not None:
+            what = "%s %s" % (self.kind, self.name)
+            diffs.append({"before": {"object": what, "managers": managers(current)},
+                          "after": {"object": what, "managers": managers(new)}})
+        if self.client.check_mode:
+            item["action"] = "would adopt"
+            return "adopted"
+        try:
+            self.client.json_patch(self.api_version, self.plural, self.name, ops, namespace=self.namespace)
+        except ClientError as exc:
+            if exc.status in (409, 422):
+                return None  # changed meanwhile: read again
+            raise
+        item["action"] = "adopted"
+        return "adopted"

@@ -123,45 +123,57 @@ def run_merge_patch(client, api_version, plural, name, patch, namespace=None, mi
     if current is None:
         if missing == "skip":
             result["msg"] = "%s does not exist: nothing to patch" % what
-            result["api_requests"] = dict(client.requests)
-            return result
-        if missing != "create" or not create:
+        elif missing != "create" or not create:
             raise ClientError("%s: 404 Not Found (GET %s); %s" % (
                 what, api_path(api_version, plural, namespace, name), advice(404)), status=404,
                 reason="Not Found", what=what)
-        body = copy.deepcopy(create)
-        body.setdefault("metadata", {})
-        body["metadata"].setdefault("name", name)
-        if namespace:
-            body["metadata"].setdefault("namespace", namespace)
-        body = apply_merge_patch(body, patch)
-        try:
-            dry = client.create(api_version, plural, body, namespace=namespace, dry_run=True)
-        except ClientError as exc:
-            # check mode only: the namespace is missing because an earlier task, which check mode did not run,
-            # creates it; the server cannot dry-run into it, so the creation is the body as it would be sent
-            if not (client.check_mode and namespace and exc.status == 404
-                    and client.get("v1", "namespaces", namespace) is None):
-                raise
-            dry = body
-            result["warnings"] = ["check mode: namespace %s does not exist yet, so %s was not dry-run by the API "
-                                  "server; shown as it would be sent" % (namespace, what)]
-        result.update(changed=True, created=True, before={}, after=strip_noise(dry))
-        if want_diff:
-            result["diff"] = {"before": {}, "after": strip_noise(dry),
-                              "before_header": "%s (absent)" % what, "after_header": "%s (created)" % what}
-        if client.check_mode:
-            result["object"] = dry
         else:
-            result["object"] = client.create(api_version, plural, body, namespace=namespace)
-        result["msg"] = "%s created" % what
-        result["api_requests"] = dict(client.requests)
-        return result
+            _create(client, api_version, plural, name, namespace, apply_merge_patch(_named(create, name, namespace), patch),
+                    what, want_diff, result)
+    elif not patch:  # an empty patch changes nothing: not even a dry run (missing=create of an existing object)
+        result.update(before={}, after={}, msg="%s exists: nothing to patch" % what)
+    else:
+        _patch(client, api_version, plural, name, namespace, patch, current, lock, patch_type, what, want_diff, result)
+    result["api_requests"] = dict(client.requests)
+    return result
 
-    if not patch:  # an empty patch changes nothing: not even a dry run (missing=create of an existing object)
-        result.update(before={}, after={}, msg="%s exists: nothing to patch" % what,
-                      api_requests=dict(client.requests))
-        return result
+
+def _named(create, name, namespace):
+    """A copy of the object to create, with the name and namespace the task gave filled in where it has none."""
+    body = copy.deepcopy(create)
+    body.setdefault("metadata", {})
+    body["metadata"].setdefault("name", name)
+    if namespace:
+        body["metadata"].setdefault("namespace", namespace)
+    return body
+
+
+def _create(client, api_version, plural, name, namespace, body, what, want_diff, result):
+    """missing=create: dry-run the creation (shown as before {} / after), then create unless in check mode."""
+    try:
+        dry = client.create(api_version, plural, body, namespace=namespace, dry_run=True)
+    except ClientError as exc:
+        # check mode only: the namespace is missing because an earlier task, which check mode did not run,
+        # creates it; the server cannot dry-run into it, so the creation is the body as it would be sent
+        if not (client.check_mode and namespace and exc.status == 404
+                and client.get("v1", "namespaces", namespace) is None):
+            raise
+        dry = body
+        result["warnings"] = ["check mode: namespace %s does not exist yet, so %s was not dry-run by the API "
+                              "server; shown as it would be sent" % (namespace, what)]
+    result.update(changed=True, created=True, before={}, after=strip_noise(dry))
+    if want_diff:
+        result["diff"] = {"before": {}, "after": strip_noise(dry),
+                          "before_header": "%s (absent)" % what, "after_header": "%s (created)" % what}
+    if client.check_mode:
+        result["object"] = dry
+    else:
+        result["object"] = client.create(api_version, plural, body, namespace=namespace)
+    result["msg"] = "%s created" % what
+
+
+def _patch(client, api_version, plural, name, namespace, patch, current, lock, patch_type, what, want_diff, result):
+    """The server's own merge, dry-run first: patched only when the dry run differs from what is there."""
     body = copy.deepcopy(patch)
     if lock:
         body.setdefault("metadata", {})
@@ -172,8 +184,7 @@ def run_merge_patch(client, api_version, plural, name, patch, namespace=None, mi
     result["after"] = patch_view(dry, patch)
     if strip_noise(dry) == strip_noise(current):
         result["msg"] = "%s already as wanted" % what
-        result["api_requests"] = dict(client.requests)
-        return result
+        return
     result["changed"] = True
     if want_diff:
         result["diff"] = {"before": result["before"], "after": result["after"],
@@ -181,5 +192,3 @@ def run_merge_patch(client, api_version, plural, name, patch, namespace=None, mi
     result["object"] = dry if client.check_mode else _send(client, api_version, plural, name, namespace, body,
                                                            kind, False)
     result["msg"] = "%s patched" % what
-    result["api_requests"] = dict(client.requests)
-    return result

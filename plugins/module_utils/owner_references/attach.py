@@ -19,7 +19,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client im
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order, streamed
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import find_records
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import DEFAULT_RECORD_DIR
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import DEFAULT_RECORD_DIR
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
     ATTACH_AHEAD, CHECKPOINT_COST_SHARE, JOB, PREFETCH_MIN, OwnerReferencesError, describe_object,
     missing_owners_message, owner_brief, same_owner)
@@ -60,38 +60,11 @@ class AttachSteps(object):
         if not pending:
             return self.result("attached", False)
         discovery = discover(self.client)
-        by_dependent = {}
-        order = []
-        for key in pending:
-            uid = store.get(key)["dependent"]["uid"]
-            if uid not in by_dependent:
-                by_dependent[uid] = []
-                order.append(uid)
-            by_dependent[uid].append(key)
-        # entries of one record chunk together: a checkpoint then rewrites one ConfigMap, not all of them
-        order.sort(key=lambda u: (min(store.chunk_of(k) for k in by_dependent[u]), u))
+        by_dependent, order = _by_dependent(store, pending)
         self.counts["affected"] = len(order)
         prefetched = self._prefetch(discovery, [store.get(by_dependent[u][0])["dependent"] for u in order])
         owners = {}
-        since_checkpoint = [0]
-        last_checkpoint = [time.time()]
-        interval = [self.checkpoint_seconds]
-        changed = [False]
-
-        def checkpoint(force=False):
-            if self.check_mode or not changed[0]:
-                return
-            due = (since_checkpoint[0] >= self.checkpoint_every
-                   and time.time() - last_checkpoint[0] >= interval[0])
-            if force or due or since_checkpoint[0] >= 10 * self.checkpoint_every:
-                started = time.time()
-                store.save()
-                since_checkpoint[0] = 0
-                last_checkpoint[0] = time.time()
-                if self.checkpoint_seconds > 0:
-                    # a large record costs more to save: keep its saving under a tenth of the run
-                    interval[0] = max(self.checkpoint_seconds, CHECKPOINT_COST_SHARE * (last_checkpoint[0] - started))
-
+        checkpoints = _Checkpoints(store, self.check_mode, self.checkpoint_every, self.checkpoint_seconds)
         # ``workers`` dependents at a time; each outcome booked in order as soon as it is in (a checkpoint when
         # due) while the next patches are in flight; an unexpected error stops new patches, the ones sent are booked
         stop = threading.Event()
@@ -103,16 +76,13 @@ class AttachSteps(object):
                     unexpected = unexpected or error
                     stop.set()
                     continue
-                done = self._attach_book(outcome)
-                if done:
-                    changed[0] = True
-                    since_checkpoint[0] += done
-                checkpoint()
+                checkpoints.booked(self._attach_book(outcome))
+                checkpoints.save()
             if unexpected is not None:
                 raise unexpected
         finally:
-            checkpoint(force=True)
-        attached_any = self.counts["attached"] > 0 or changed[0]
+            checkpoints.save(force=True)
+        attached_any = self.counts["attached"] > 0 or checkpoints.changed
         problems = []
         if self.failures:
             problems.append("%d object(s) could not be re-attached: %s" % (
@@ -196,36 +166,14 @@ class AttachSteps(object):
         if obj is None or (obj.get("metadata") or {}).get("uid") != dep["uid"]:
             out["outcome"] = "gone before"
             return out
-        wanted = []  # (key, reference with the owner's current uid)
-        out["missing"] = missing = []  # (reference, why)
-        for key in keys:
-            ref = store.get(key)["ownerReference"]
-            uid, why = self._owner_uid(discovery, dep, ref, owners)
-            if uid is None:
-                missing.append((ref, why))
-                continue
-            new_ref = dict(ref)
-            new_ref["uid"] = uid
-            wanted.append((key, new_ref))
-        # back where they were in the list (a position past the end appends)
-        wanted.sort(key=lambda kr: int(store.get(kr[0]).get("position") or 0))
+        wanted, out["missing"] = self._wanted(discovery, dep, keys, owners)
         out["wanted"] = wanted
         if not wanted:
             out["outcome"] = "owner missing"
             return out
 
         def compute(refs):
-            result = list(refs)
-            for _key, new_ref in wanted:
-                for i, cur in enumerate(result):
-                    if same_owner(cur, new_ref):
-                        if cur.get("uid") != new_ref["uid"]:
-                            result[i] = new_ref
-                        break
-                else:
-                    position = int(store.get(_key).get("position") or 0)
-                    result.insert(min(position, len(result)), new_ref)
-            return result
+            return _with_owners(refs, wanted, store)
 
         if self.check_mode:
             current = (obj.get("metadata") or {}).get("ownerReferences") or []
@@ -238,6 +186,23 @@ class AttachSteps(object):
             return out
         out.update(outcome="gone" if before is None else "patched", before=before, after=after)
         return out
+
+    def _wanted(self, discovery, dep, keys, owners):
+        """The references to put back, ``(key, reference with the owner's current uid)`` in the order of their
+        recorded positions, and the ones whose owner is missing, ``(reference, why)``."""
+        wanted, missing = [], []
+        for key in keys:
+            ref = self.store.get(key)["ownerReference"]
+            uid, why = self._owner_uid(discovery, dep, ref, owners)
+            if uid is None:
+                missing.append((ref, why))
+                continue
+            new_ref = dict(ref)
+            new_ref["uid"] = uid
+            wanted.append((key, new_ref))
+        # back where they were in the list (a position past the end appends)
+        wanted.sort(key=lambda kr: int(self.store.get(kr[0]).get("position") or 0))
+        return wanted, missing
 
     def _attach_book(self, out):
         """The counts, reports, diff and record marks of one dependent's outcome (in the calling thread, in
@@ -298,3 +263,61 @@ class AttachSteps(object):
         for key, new_ref in wanted:
             store.mark_done(key, outcome=action, attached_uid=new_ref["uid"])
         return len(wanted)
+
+
+def _with_owners(refs, wanted, store):
+    """``refs`` with each wanted reference in: the same owner's entry gets the new uid, a missing one goes back at
+    its recorded position."""
+    result = list(refs)
+    for key, new_ref in wanted:
+        for i, cur in enumerate(result):
+            if same_owner(cur, new_ref):
+                if cur.get("uid") != new_ref["uid"]:
+                    result[i] = new_ref
+                break
+        else:
+            position = int(store.get(key).get("position") or 0)
+            result.insert(min(position, len(result)), new_ref)
+    return result
+
+
+def _by_dependent(store, pending):
+    """The pending entries by dependent UID, and the dependents in the order to attach them: entries of one record
+    chunk together, so that a checkpoint then rewrites one ConfigMap, not all of them."""
+    by_dependent, order = {}, []
+    for key in pending:
+        uid = store.get(key)["dependent"]["uid"]
+        if uid not in by_dependent:
+            by_dependent[uid] = []
+            order.append(uid)
+        by_dependent[uid].append(key)
+    order.sort(key=lambda u: (min(store.chunk_of(k) for k in by_dependent[u]), u))
+    return by_dependent, order
+
+
+class _Checkpoints(object):
+    """When the record is saved during an attach: every ``every`` entries done, at most once per ``seconds`` (a
+    large record costs more to save: its saving is kept under CHECKPOINT_COST_SHARE of the run), at once after ten
+    times ``every``, and at the end. Nothing is saved in check mode or before anything changed."""
+
+    def __init__(self, store, check_mode, every, seconds):
+        self.store, self.check_mode, self.every, self.seconds = store, check_mode, every, seconds
+        self.since, self.last, self.interval = 0, time.time(), seconds
+        self.changed = False
+
+    def booked(self, done):
+        if done:
+            self.changed = True
+            self.since += done
+
+    def save(self, force=False):
+        if self.check_mode or not self.changed:
+            return
+        due = self.since >= self.every and time.time() - self.last >= self.interval
+        if force or due or self.since >= 10 * self.every:
+            started = time.time()
+            self.store.save()
+            self.since = 0
+            self.last = time.time()
+            if self.seconds > 0:
+                self.interval = max(self.seconds, CHECKPOINT_COST_SHARE * (self.last - started))

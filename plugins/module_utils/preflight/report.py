@@ -114,11 +114,28 @@ def to_markdown(report):
     """The report as Markdown: verdict, platform, per-check counts, failures, warnings, cluster findings,
     every node and host."""
     s = report.get("summary") or {}
-    p = report.get("platform") or {}
     out = ["# Calico eBPF preflight: %s" % ("eligible" if s.get("eligible") else "NOT eligible"), ""]
+    out += _summary_lines(report, s)
+    out += _requirement_lines(report.get("platform") or {})
+    out += ["", "## Checks", "", "| Check | ok | warn | fail | First problem |", "|---|---:|---:|---:|---|"]
+    for check in _check_order(report):
+        row = s["by_check"][check]
+        out.append("| %s | %d | %d | %d | %s |" % (check, row["ok"], row["warn"], row["fail"],
+                                                   _cell(_first_problem(report, check))))
+    for title, items in (("Failures", s.get("failing")), ("Warnings", s.get("warnings"))):
+        if items:
+            out += ["", "## %s" % title, ""] + ["- %s" % _cell(i) for i in items]
+    out += _cluster_check_lines(report.get("checks") or {})
+    out += _node_lines(report)
+    out.append("")
+    return "\n".join(out)
+
+
+def _summary_lines(report, s):
+    """The bullet list under the title: verdict, platform, node and host counts, kube-proxy, Calico, requests."""
+    p = report.get("platform") or {}
     nodes = s.get("nodes") or {}
-    out.append("- Verdict: **%s**" % s.get("verdict"))
-    out.append("- Platform: %s" % _platform_line(report))
+    out = ["- Verdict: **%s**" % s.get("verdict"), "- Platform: %s" % _platform_line(report)]
     ev = (p.get("detected") or {}).get("evidence") or []
     if ev:
         out.append("- Platform evidence: %s" % "; ".join(ev))
@@ -140,6 +157,11 @@ def to_markdown(report):
     requests = report.get("api_requests") or {}
     if requests:
         out.append("- API requests: %d reads, %d writes" % (requests.get("read", 0), requests.get("write", 0)))
+    return out
+
+
+def _requirement_lines(p):
+    """The section "Platform requirements" (empty when the platform needs nothing)."""
     requirements = []
     for key, value in sorted((p.get("installation") or {}).items()):
         requirements.append("Installation `spec.%s: %s`" % (key, value))
@@ -147,22 +169,14 @@ def to_markdown(report):
         requirements.append("FelixConfiguration default `spec.%s: %s`" % (key, str(value).lower()))
     for ns in p.get("operator_dns_nameservers") or []:
         requirements.append("tigera-operator Deployment `dnsConfig.nameservers: [%s]`" % ns)
-    if requirements or p.get("notes"):
-        out += ["", "## Platform requirements", ""]
-        out += ["- %s" % r for r in requirements]
-        out += ["- %s" % n for n in p.get("notes") or []]
+    if not requirements and not p.get("notes"):
+        return []
+    return (["", "## Platform requirements", ""] + ["- %s" % r for r in requirements]
+            + ["- %s" % n for n in p.get("notes") or []])
 
-    out += ["", "## Checks", "", "| Check | ok | warn | fail | First problem |", "|---|---:|---:|---:|---|"]
-    for check in _check_order(report):
-        row = s["by_check"][check]
-        out.append("| %s | %d | %d | %d | %s |" % (check, row["ok"], row["warn"], row["fail"],
-                                                   _cell(_first_problem(report, check))))
-    for title, items in (("Failures", s.get("failing")), ("Warnings", s.get("warnings"))):
-        if items:
-            out += ["", "## %s" % title, ""] + ["- %s" % _cell(i) for i in items]
 
-    out += ["", "## Cluster checks", "", "| Check | Verdict | Reason | Objects (count) |", "|---|---|---|---|"]
-    checks = report.get("checks") or {}
+def _cluster_check_lines(checks):
+    out = ["", "## Cluster checks", "", "| Check | Verdict | Reason | Objects (count) |", "|---|---|---|---|"]
     for check in rules.CLUSTER_CHECKS:
         if check in checks:
             v = checks[check]
@@ -170,7 +184,12 @@ def to_markdown(report):
             if v.get("count"):
                 objects = "%s (%d)" % (", ".join(v.get("objects") or []), v["count"])
             out.append("| %s | %s | %s | %s |" % (check, v["verdict"], _cell(v["reason"]), _cell(objects)))
+    return out
 
+
+def _node_lines(report):
+    """The sections "Nodes" and "Hosts": one row each, with the problems of the checks that did not pass."""
+    out = []
     for title, entries, names in (("Nodes", report.get("nodes") or {}, rules.NODE_CHECKS),
                                   ("Hosts", report.get("hosts") or {}, rules.NODE_CHECKS + rules.HOST_CHECKS)):
         if not entries:
@@ -185,5 +204,4 @@ def to_markdown(report):
             out.append("| %s | %s | %s | %s | %s | %s |" % (
                 _cell(name), e.get("verdict"), _cell(facts.get("architecture")), _cell(facts.get("os_image")),
                 _cell(facts.get("kernel")), _cell("; ".join(problems))))
-    out.append("")
-    return "\n".join(out)
+    return out

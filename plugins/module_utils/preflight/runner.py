@@ -110,18 +110,25 @@ def _felix_default(felix):
 def feature_checks(reads, calico_api, felix, max_objects):
     """The unsupported-feature checks: SCTP Services, policies with a Log action, floating IPs,
     application layer policy, WAF and L7 logs."""
-    checks = {}
     calico_missing = "Calico is not installed (%s not served)" % calico_api
-
     services = reads.list("v1", "services", kind="Service")
-    if services is None:
-        checks["sctp_services"] = _unreadable("Services", reads.errors.get("services", "not served"))
-    else:
-        checks["sctp_services"] = cluster_rules.findings(
-            (cluster_rules.object_ref(s) for s in services if cluster_rules.service_has_sctp(s)),
-            "Services with protocol SCTP (unsupported in eBPF mode)",
-            "no Service uses SCTP (%d Services)" % len(services), max_objects)
+    checks = {"sctp_services": _sctp_check(reads, services, max_objects),
+              "policy_log_action": _policy_log_check(reads, calico_api, calico_missing, max_objects),
+              "floating_ips": _floating_ips_check(reads, felix, calico_missing, max_objects)}
+    checks.update(_application_layer_checks(reads, services, felix, calico_missing, max_objects))
+    return checks
 
+
+def _sctp_check(reads, services, max_objects):
+    if services is None:
+        return _unreadable("Services", reads.errors.get("services", "not served"))
+    return cluster_rules.findings(
+        (cluster_rules.object_ref(s) for s in services if cluster_rules.service_has_sctp(s)),
+        "Services with protocol SCTP (unsupported in eBPF mode)",
+        "no Service uses SCTP (%d Services)" % len(services), max_objects)
+
+
+def _policy_log_check(reads, calico_api, calico_missing, max_objects):
     refs, listed, errors = [], [], []
     for plural, kind in CALICO_POLICY_TYPES:
         items = reads.list(calico_api, plural, kind=kind)
@@ -132,31 +139,33 @@ def feature_checks(reads, calico_api, felix, max_objects):
         listed.append(kind)
         refs.extend(cluster_rules.object_ref(p) for p in items if cluster_rules.policy_has_log_action(p))
     if errors:
-        checks["policy_log_action"] = _unreadable(
-            "Calico policies", "; ".join(reads.errors[p] for p in errors))
-    elif not listed:
-        checks["policy_log_action"] = rules.verdict(rules.OK, "not installed: " + calico_missing,
-                                                    objects=[], count=0)
-    else:
-        checks["policy_log_action"] = cluster_rules.findings(
-            refs, "Calico policies with a Log action (unsupported in eBPF mode)",
-            "no Calico policy uses the Log action (%s read from %s)" % (", ".join(listed), calico_api),
-            max_objects)
+        return _unreadable("Calico policies", "; ".join(reads.errors[p] for p in errors))
+    if not listed:
+        return rules.verdict(rules.OK, "not installed: " + calico_missing, objects=[], count=0)
+    return cluster_rules.findings(
+        refs, "Calico policies with a Log action (unsupported in eBPF mode)",
+        "no Calico policy uses the Log action (%s read from %s)" % (", ".join(listed), calico_api),
+        max_objects)
 
+
+def _floating_ips_check(reads, felix, calico_missing, max_objects):
     pods = reads.list("v1", "pods", kind="Pod")
     refs = ["FelixConfiguration/%s" % (f.get("metadata") or {}).get("name") for f in felix or []
             if cluster_rules.felix_floating_ips(f)]
     if pods is None:
-        checks["floating_ips"] = _unreadable("Pods", reads.errors.get("pods", "not served"))
-    else:
-        refs.extend(cluster_rules.object_ref(p) for p in pods if cluster_rules.pod_has_floating_ips(p))
-        checks["floating_ips"] = cluster_rules.findings(
-            refs, "floating IPs in use (FelixConfiguration floatingIPs: Enabled or pods annotated %s)"
-            % cluster_rules.FLOATING_IPS_ANNOTATION,
-            "no floating IPs (%s; no pod annotated %s)" % (
-                "FelixConfiguration floatingIPs not Enabled" if felix is not None else calico_missing,
-                cluster_rules.FLOATING_IPS_ANNOTATION), max_objects)
+        return _unreadable("Pods", reads.errors.get("pods", "not served"))
+    refs.extend(cluster_rules.object_ref(p) for p in pods if cluster_rules.pod_has_floating_ips(p))
+    return cluster_rules.findings(
+        refs, "floating IPs in use (FelixConfiguration floatingIPs: Enabled or pods annotated %s)"
+        % cluster_rules.FLOATING_IPS_ANNOTATION,
+        "no floating IPs (%s; no pod annotated %s)" % (
+            "FelixConfiguration floatingIPs not Enabled" if felix is not None else calico_missing,
+            cluster_rules.FLOATING_IPS_ANNOTATION), max_objects)
 
+
+def _application_layer_checks(reads, services, felix, calico_missing, max_objects):
+    """application_layer_policy, web_application_firewall and l7_logs, from the ApplicationLayer resources,
+    FelixConfiguration and the Services' annotations."""
     app_layers = reads.list(OPERATOR_API, "applicationlayers", kind="ApplicationLayer")
     features = {}
     for app in app_layers or []:
@@ -168,22 +177,23 @@ def feature_checks(reads, calico_api, felix, max_objects):
         app_note = "ApplicationLayer unreadable: %s" % reads.errors["applicationlayers"]
     alp = ["FelixConfiguration/%s" % (f.get("metadata") or {}).get("name") for f in felix or []
            if cluster_rules.felix_policy_sync(f)] + features.get("application_layer_policy", [])
-    checks["application_layer_policy"] = cluster_rules.findings(
-        alp, "application layer policy in use (FelixConfiguration policySyncPathPrefix or ApplicationLayer)",
-        "no application layer policy (%s; %s)" % (
-            "no policySyncPathPrefix" if felix is not None else calico_missing, app_note), max_objects)
-    checks["web_application_firewall"] = cluster_rules.findings(
-        features.get("web_application_firewall", []),
-        "web application firewall enabled (ApplicationLayer webApplicationFirewall)",
-        "no web application firewall (%s)" % app_note, max_objects)
     l7 = features.get("l7_logs", []) + [cluster_rules.object_ref(s) for s in services or []
                                         if cluster_rules.service_l7_logging(s)]
-    checks["l7_logs"] = cluster_rules.findings(
-        l7, "L7 logs enabled (ApplicationLayer logCollection or Services annotated %s)"
-        % cluster_rules.L7_LOGGING_ANNOTATION,
-        "no L7 log collection (%s; no Service annotated %s)" % (app_note, cluster_rules.L7_LOGGING_ANNOTATION),
-        max_objects)
-    return checks
+    return {
+        "application_layer_policy": cluster_rules.findings(
+            alp, "application layer policy in use (FelixConfiguration policySyncPathPrefix or ApplicationLayer)",
+            "no application layer policy (%s; %s)" % (
+                "no policySyncPathPrefix" if felix is not None else calico_missing, app_note), max_objects),
+        "web_application_firewall": cluster_rules.findings(
+            features.get("web_application_firewall", []),
+            "web application firewall enabled (ApplicationLayer webApplicationFirewall)",
+            "no web application firewall (%s)" % app_note, max_objects),
+        "l7_logs": cluster_rules.findings(
+            l7, "L7 logs enabled (ApplicationLayer logCollection or Services annotated %s)"
+            % cluster_rules.L7_LOGGING_ANNOTATION,
+            "no L7 log collection (%s; no Service annotated %s)" % (app_note, cluster_rules.L7_LOGGING_ANNOTATION),
+            max_objects),
+    }
 
 
 ENDPOINT_CONFIGMAP = "kubernetes-services-endpoint"

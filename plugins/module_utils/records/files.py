@@ -17,6 +17,17 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client im
 
 DATA_KEY = "record.json"
 RECORD_LABEL = "lifecycle.calico-ops.io/record"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "calico-ops"}
+# where a job's record file goes when the caller names none (on the host that runs the module)
+DEFAULT_RECORD_DIR = "~/.calico_ops/records"
+
+
+class RecordStoreError(Exception):
+    """The record could not be read or written; nothing that depends on it may go on."""
+
+
+def default_record_path(name, cluster):
+    return os.path.join(DEFAULT_RECORD_DIR, "%s-%s.json" % (name, cluster or "cluster"))
 
 
 def atomic_write(path, text):

@@ -28,6 +28,8 @@ __metaclass__ = type
 import os
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import (
+    MANAGED_BY, RecordStoreError, default_record_path)
 
 
 def variable_names(prefix=None):
@@ -119,3 +121,41 @@ def require_usable(problems, error):
     found = [p for p in problems if p]
     if found:
         raise error("%s; nothing was written" % "; ".join(found))
+
+
+def cluster_id(client):
+    """The UID of namespace kube-system: identifies the cluster a record belongs to (None if unreadable)."""
+    try:
+        ns = client.get("v1", "namespaces", "kube-system")
+    except ClientError:
+        return None
+    return ((ns or {}).get("metadata") or {}).get("uid")
+
+
+def check_record_location(client, namespace, name, how="apply", path=None, keeps_file=False, variable_prefix=None):
+    """Prove, writing nothing, that a record can be kept at ConfigMap ``namespace/name`` (written by server-side
+    apply, ``how="apply"``, as the roles write theirs; or as a RecordStore writes it, ``how="store"``: a create, or a
+    replace of the object that exists) and, with ``path`` or ``keeps_file`` (a RecordStore's default path then),
+    in that file. For the roles whose first write comes before a module that opens its own record. Returns what was
+    checked; raises RecordStoreError naming each variable to fix."""
+    names = variable_names(variable_prefix)
+    existing, problems = None, []
+    if how == "store":
+        try:
+            existing = client.get("v1", "configmaps", name, namespace=namespace)
+        except ClientError as exc:
+            problems.append(configmap_problem(exc, namespace, name, names))
+    if not problems:
+        if existing is not None:  # a RecordStore replaces the record it read
+            problems.append(check_configmap(client, existing, how="replace", names=names))
+        else:
+            body = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)}}
+            problems.append(check_configmap(client, body, how="apply" if how == "apply" else "create", names=names))
+    if path or keeps_file:
+        given = bool(path)
+        path = os.path.abspath(os.path.expanduser(path or default_record_path(name, cluster_id(client))))
+        problems.append(check_file(path, names=names, given=given))
+    require_usable(problems, error=RecordStoreError)
+    return {"namespace": namespace, "name": name, "exists": existing is not None if how == "store" else None,
+            "path": path or None}

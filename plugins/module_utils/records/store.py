@@ -41,12 +41,12 @@ import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_object
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import DATA_KEY, RECORD_LABEL, atomic_write
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import (
+    DATA_KEY, MANAGED_BY, RECORD_LABEL, RecordStoreError, atomic_write, default_record_path)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.location import (
-    check_configmap, check_file, configmap_problem, require_usable, variable_names)
+    check_configmap, check_file, cluster_id, require_usable, variable_names)
 
 FORMAT = 1
-MANAGED_BY = {"app.kubernetes.io/managed-by": "calico-ops"}
 # a ConfigMap may hold 1 MiB; leave room for metadata and for entries growing when they are marked done
 CHUNK_BYTES = 900 * 1024
 # new entries fill a chunk up to this share of it: an entry marked done grows (owner references: ~400 -> ~500
@@ -55,12 +55,6 @@ CHUNK_BYTES = 900 * 1024
 # grow it rewrites the chunks whose entries changed (benchmarks/results/design-measurements.md)
 CHUNK_FILL = 0.75
 SAVE_RETRIES = 8
-# where a job's record file goes when the caller names none (on the host that runs the module)
-DEFAULT_RECORD_DIR = "~/.calico_ops/records"
-
-
-class RecordStoreError(Exception):
-    """The record could not be read or written; nothing that depends on it may go on."""
 
 
 def utc_now():
@@ -103,19 +97,6 @@ def more_advanced(a, b):
     return a
 
 
-def cluster_id(client):
-    """The UID of namespace kube-system: identifies the cluster a record belongs to (None if unreadable)."""
-    try:
-        ns = client.get("v1", "namespaces", "kube-system")
-    except ClientError:
-        return None
-    return ((ns or {}).get("metadata") or {}).get("uid")
-
-
-def default_record_path(name, cluster):
-    return os.path.join(DEFAULT_RECORD_DIR, "%s-%s.json" % (name, cluster or "cluster"))
-
-
 def open_record_store(client, namespace, name, record_path, job, variable_prefix=None):
     """The job's record (ConfigMaps ``name`` in ``namespace`` and the file ``record_path``, by default
     ``DEFAULT_RECORD_DIR/<name>-<cluster id>.json``), loaded; a record of another cluster is refused. Before it is
@@ -127,35 +108,6 @@ def open_record_store(client, namespace, name, record_path, job, variable_prefix
     store.load()
     store.check_location(variable_prefix, path_given=bool(record_path))
     return store
-
-
-def check_record_location(client, namespace, name, how="apply", path=None, keeps_file=False, variable_prefix=None):
-    """Prove, writing nothing, that a record can be kept at ConfigMap ``namespace/name`` (written by server-side
-    apply, ``how="apply"``, as the roles write theirs; or as a RecordStore writes it, ``how="store"``: a create, or a
-    replace of the object that exists) and, with ``path`` or ``keeps_file`` (a RecordStore's default path then),
-    in that file. For the roles whose first write comes before a module that opens its own record. Returns what was
-    checked; raises RecordStoreError naming each variable to fix."""
-    names = variable_names(variable_prefix)
-    existing, problems = None, []
-    if how == "store":
-        try:
-            existing = client.get("v1", "configmaps", name, namespace=namespace)
-        except ClientError as exc:
-            problems.append(configmap_problem(exc, namespace, name, names))
-    if not problems:
-        if existing is not None:  # a RecordStore replaces the record it read
-            problems.append(check_configmap(client, existing, how="replace", names=names))
-        else:
-            body = {"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)}}
-            problems.append(check_configmap(client, body, how="apply" if how == "apply" else "create", names=names))
-    if path or keeps_file:
-        given = bool(path)
-        path = os.path.abspath(os.path.expanduser(path or default_record_path(name, cluster_id(client))))
-        problems.append(check_file(path, names=names, given=given))
-    require_usable(problems, error=RecordStoreError)
-    return {"namespace": namespace, "name": name, "exists": existing is not None if how == "store" else None,
-            "path": path or None}
 
 
 class RecordStore(object):

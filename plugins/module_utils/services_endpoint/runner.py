@@ -45,59 +45,77 @@ def run_services_endpoint_info(client, server_url, platform="auto", host=None, p
         groups = None
         if platform in (None, "", "auto") or (platform == "openshift" and "endpoint" in gather):
             groups = served_group_versions(client)
-        chosen = choose_platform(client, platform or "auto", group_versions=groups)
-        result["platform"] = chosen
-        result["aws_dns"] = {"wanted": rules.aws_dns_wanted(aws_dns, chosen["name"]),
-                             "setting": aws_dns, "nameservers": list(rules.AWS_NAMESERVERS)}
-        if chosen["name"] not in rules.SUPPORTED_PLATFORMS:
-            result["problems"].append(rules.problem(
-                prefix, "platform", "%s is not supported by the eBPF data plane (detected from %s); set %s "
-                "to override" % (chosen["title"], "; ".join(((chosen["details"] or {}).get("detected") or {}).get(
-                    "evidence") or []) or "the nodes", rules.var_name(prefix, "platform"))))
-    if "endpoint" in gather and not result["problems"]:
-        internal = openshift_internal_uri(client, groups) if chosen["name"] == "openshift" else None
-        endpoint = rules.derive_endpoint(
-            chosen["name"], server=server, host=host, port=port, allow_ip=allow_ip, allow_loopback=allow_loopback,
-            kops_cluster_name=kops_cluster_name, openshift_cluster_name=openshift_cluster_name,
-            openshift_base_domain=openshift_base_domain, openshift_internal_uri=internal, mke_host=mke_host,
-            kops_host_prefix=kops_host_prefix, ports=ports, prefix=prefix)
-        result["problems"] = endpoint.pop("problems")
-        endpoint["dns_name_warning"] = dns_name_warning(endpoint.get("host"))
-        result["endpoint"] = endpoint
-        if chosen["name"] == "openshift":
-            result["openshift_internal_uri"] = internal
+        chosen = _gather_platform(client, platform, groups, aws_dns, prefix, result)
     if "endpoint" in gather:
+        if not result["problems"]:
+            internal = openshift_internal_uri(client, groups) if chosen["name"] == "openshift" else None
+            endpoint = rules.derive_endpoint(
+                chosen["name"], server=server, host=host, port=port, allow_ip=allow_ip, allow_loopback=allow_loopback,
+                kops_cluster_name=kops_cluster_name, openshift_cluster_name=openshift_cluster_name,
+                openshift_base_domain=openshift_base_domain, openshift_internal_uri=internal, mke_host=mke_host,
+                kops_host_prefix=kops_host_prefix, ports=ports, prefix=prefix)
+            result["problems"] = endpoint.pop("problems")
+            endpoint["dns_name_warning"] = dns_name_warning(endpoint.get("host"))
+            result["endpoint"] = endpoint
+            if chosen["name"] == "openshift":
+                result["openshift_internal_uri"] = internal
         result["valid"] = not result["problems"]
         result["data"] = (rules.configmap_data(result["endpoint"]["host"], result["endpoint"]["port"])
                           if result["valid"] else None)
     if "configmap" in gather:
-        ns = client.get("v1", "namespaces", namespace)
-        cm = client.get("v1", "configmaps", configmap, namespace=namespace) if ns is not None else None
-        current = None if cm is None else dict((cm.get("data") or {}))
-        result["configmap"] = {"namespace": namespace, "namespace_exists": ns is not None, "name": configmap,
-                               "exists": cm is not None, "data": current}
-        if result.get("data") is not None:
-            result["configmap"]["up_to_date"] = current is not None and all(
-                current.get(k) == v for k, v in result["data"].items())
-        result["configmap"]["written_at"] = rules.configmap_written_at(cm)
+        result["configmap"] = _gather_configmap(client, namespace, configmap, result.get("data"))
     if "operator" in gather:
-        dep = client.get("apps/v1", "deployments", operator_deployment, namespace=namespace)
-        pods = client.list("v1", "pods", namespace=namespace, label_selector=operator_selector)
-        progress = rules.deployment_progress(dep)
-        result["operator"] = {
-            "deployment": operator_deployment, "namespace": namespace, "selector": operator_selector,
-            "exists": progress["exists"], "rolled_out": progress["rolled_out"], "line": progress["line"],
-            "status": progress["status"], "conditions": progress.get("conditions", []),
-            "pods": sorted((p.get("metadata") or {}).get("name") for p in pods),
-            "pod_lines": [rules.pod_line(p) for p in pods],
-        }
-        if "configmap" in gather:
-            # pods started before the ConfigMap's last write run with an older endpoint (a run cut between the
-            # ConfigMap and the restart leaves them): the role restarts them even when the ConfigMap is unchanged
-            stale = rules.pods_started_before(pods, result["configmap"]["written_at"])
-            result["operator"]["started_before_configmap"] = stale
-            result["operator"]["restart_pending"] = bool(stale)
-        if previous_pods is not None:
-            result["operator"]["restart"] = rules.restart_progress(pods, previous_pods)
+        result["operator"] = _gather_operator(client, namespace, operator_deployment, operator_selector,
+                                              result.get("configmap"), previous_pods)
     result["api_requests"] = dict(client.requests)
     return result
+
+
+def _gather_platform(client, platform, groups, aws_dns, prefix, result):
+    """The platform chosen (detected or given), the AWS DNS wish, and a problem when eBPF does not support it."""
+    chosen = choose_platform(client, platform or "auto", group_versions=groups)
+    result["platform"] = chosen
+    result["aws_dns"] = {"wanted": rules.aws_dns_wanted(aws_dns, chosen["name"]),
+                         "setting": aws_dns, "nameservers": list(rules.AWS_NAMESERVERS)}
+    if chosen["name"] not in rules.SUPPORTED_PLATFORMS:
+        result["problems"].append(rules.problem(
+            prefix, "platform", "%s is not supported by the eBPF data plane (detected from %s); set %s "
+            "to override" % (chosen["title"], "; ".join(((chosen["details"] or {}).get("detected") or {}).get(
+                "evidence") or []) or "the nodes", rules.var_name(prefix, "platform"))))
+    return chosen
+
+
+def _gather_configmap(client, namespace, configmap, data):
+    """The ConfigMap as it is (and whether it holds ``data``, the endpoint wanted, when that is known)."""
+    ns = client.get("v1", "namespaces", namespace)
+    cm = client.get("v1", "configmaps", configmap, namespace=namespace) if ns is not None else None
+    current = None if cm is None else dict((cm.get("data") or {}))
+    found = {"namespace": namespace, "namespace_exists": ns is not None, "name": configmap,
+             "exists": cm is not None, "data": current}
+    if data is not None:
+        found["up_to_date"] = current is not None and all(current.get(k) == v for k, v in data.items())
+    found["written_at"] = rules.configmap_written_at(cm)
+    return found
+
+
+def _gather_operator(client, namespace, operator_deployment, operator_selector, configmap, previous_pods):
+    """The operator's Deployment and pods: rolled out, started before the ConfigMap's last write, restart progress."""
+    dep = client.get("apps/v1", "deployments", operator_deployment, namespace=namespace)
+    pods = client.list("v1", "pods", namespace=namespace, label_selector=operator_selector)
+    progress = rules.deployment_progress(dep)
+    operator = {
+        "deployment": operator_deployment, "namespace": namespace, "selector": operator_selector,
+        "exists": progress["exists"], "rolled_out": progress["rolled_out"], "line": progress["line"],
+        "status": progress["status"], "conditions": progress.get("conditions", []),
+        "pods": sorted((p.get("metadata") or {}).get("name") for p in pods),
+        "pod_lines": [rules.pod_line(p) for p in pods],
+    }
+    if configmap is not None:
+        # pods started before the ConfigMap's last write run with an older endpoint (a run cut between the
+        # ConfigMap and the restart leaves them): the role restarts them even when the ConfigMap is unchanged
+        stale = rules.pods_started_before(pods, configmap["written_at"])
+        operator["started_before_configmap"] = stale
+        operator["restart_pending"] = bool(stale)
+    if previous_pods is not None:
+        operator["restart"] = rules.restart_progress(pods, previous_pods)
+    return operator

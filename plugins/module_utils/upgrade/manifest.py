@@ -108,6 +108,13 @@ def carry_etcd(endpoints, tls, live):
             continue
         out["paths"][key] = path
         out["notes"].append("%s (%s) kept from %s" % (key, path, cm_name))
+    _carry_secret(out, tls, secret, secret_keys, secret_name, cm)
+    return out
+
+
+def _carry_secret(out, tls, secret, secret_keys, secret_name, cm):
+    """No TLS material given: the live Secret is kept as it is. Some given: a problem for each live key the new
+    Secret would lose."""
     if not tls:
         out["keep_secret"] = bool(secret.get("exists")) or (secret.get("exists") is None and bool(cm))
         if out["keep_secret"]:
@@ -123,7 +130,6 @@ def carry_etcd(endpoints, tls, live):
                     secret_name, ", ".join(dropped), ", ".join(sorted(USER_VARIABLES[k] for k in tls)),
                     "is" if len(tls) == 1 else "are",
                     ", ".join(USER_VARIABLES.get(k.replace("-", "_"), "the key " + k) for k in dropped)))
-    return out
 
 
 def etcd_overwrites(documents, live):

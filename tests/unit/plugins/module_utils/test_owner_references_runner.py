@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
     OwnerReferencesError, entry_key)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.runner import Runner, run
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records import store as record_store
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records import files as record_files
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import RecordStore
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import client, standard_api
 
@@ -403,7 +403,7 @@ def test_owner_api_versions_selects_which_references_move(tmp_path):
 
 
 def test_run_entry_point_and_default_record_path(tmp_path, monkeypatch):
-    monkeypatch.setattr(record_store, "DEFAULT_RECORD_DIR", str(tmp_path / "records"))
+    monkeypatch.setattr(record_files, "DEFAULT_RECORD_DIR", str(tmp_path / "records"))
     w = World()
     result = run(client(w.dyn), {"state": "detached", "owner_api_versions": [CALICO],
                                  "record_namespace": "kube-system", "record_name": "calico-ops-owner-references",

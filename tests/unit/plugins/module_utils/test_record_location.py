@@ -12,8 +12,9 @@ import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records import location
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import (
-    RecordStoreError, check_record_location, open_record_store)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import RecordStoreError
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.location import check_record_location
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.store import open_record_store
 
 from ansible_collections.calico_ops.lifecycle.tests.unit.plugins.module_utils.fake_k8s import _error, standard_api
 
