@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition
+
 
 def _status(obj):
     return (obj or {}).get("status") or {}
@@ -57,14 +59,24 @@ def pod_state(pod, datastore="kubernetes"):
     return True, text
 
 
-def daemonset_state(ds, pods=(), datastore="kubernetes"):
-    """``(done, line, problems)`` for a DaemonSet and its pods."""
-    meta, status = _meta(ds), _status(ds)
-    ref = "DaemonSet %s/%s" % (meta.get("namespace"), meta.get("name"))
-    if not ds:
-        return False, "%s: not found" % ref, ["not found"]
+def _generation(kind, obj):
+    """``(ref, status, generation, observed, problems)`` of a workload: its name, its status, the generation asked
+    for and the one its controller has seen, and the problem when that one is behind."""
+    meta, status = _meta(obj), _status(obj)
+    ref = "%s %s/%s" % (kind, meta.get("namespace"), meta.get("name"))
     generation = meta.get("generation") or 0
     observed = status.get("observedGeneration") or 0
+    problems = []
+    if observed < generation:
+        problems.append("the controller has not seen generation %d yet (observed %d)" % (generation, observed))
+    return ref, status, generation, observed, problems
+
+
+def daemonset_state(ds, pods=(), datastore="kubernetes"):
+    """``(done, line, problems)`` for a DaemonSet and its pods."""
+    ref, status, generation, observed, problems = _generation("DaemonSet", ds)
+    if not ds:
+        return False, "%s: not found" % ref, ["not found"]
     desired = status.get("desiredNumberScheduled") or 0
     updated = status.get("updatedNumberScheduled") or 0
     available = status.get("numberAvailable") or 0
@@ -72,14 +84,11 @@ def daemonset_state(ds, pods=(), datastore="kubernetes"):
     unavailable = status.get("numberUnavailable") or 0
     line = ("%s: desired %d, updated %d, ready %d, available %d, unavailable %d, observed generation %d/%d"
             % (ref, desired, updated, ready, available, unavailable, observed, generation))
-    problems = []
-    if observed < generation:
-        problems.append("the controller has not seen generation %d yet (observed %d)" % (generation, observed))
     if updated != desired:
         problems.append("%d of %d pods updated" % (updated, desired))
     if available != desired or unavailable:
         problems.append("%d of %d pods available" % (available, desired))
-    uid = meta.get("uid")
+    uid = _meta(ds).get("uid")
     own = [p for p in pods or [] if not uid or any(
         r.get("uid") == uid and r.get("controller") for r in _meta(p).get("ownerReferences") or [])]
     current = [p for p in own if str((_meta(p).get("labels") or {}).get("pod-template-generation", generation))
@@ -101,12 +110,9 @@ def daemonset_state(ds, pods=(), datastore="kubernetes"):
 
 def deployment_state(dep):
     """``(done, line, problems)`` for a Deployment."""
-    meta, status = _meta(dep), _status(dep)
-    ref = "Deployment %s/%s" % (meta.get("namespace"), meta.get("name"))
+    ref, status, generation, observed, problems = _generation("Deployment", dep)
     if not dep:
         return False, "%s: not found" % ref, ["not found"]
-    generation = meta.get("generation") or 0
-    observed = status.get("observedGeneration") or 0
     replicas = ((dep.get("spec") or {}).get("replicas"))
     replicas = 1 if replicas is None else replicas
     updated = status.get("updatedReplicas") or 0
@@ -114,15 +120,11 @@ def deployment_state(dep):
     total = status.get("replicas") or 0
     line = "%s: replicas %d, updated %d, available %d, total %d, observed generation %d/%d" % (
         ref, replicas, updated, available, total, observed, generation)
-    problems = []
-    if observed < generation:
-        problems.append("the controller has not seen generation %d yet (observed %d)" % (generation, observed))
     if updated != replicas:
         problems.append("%d of %d replicas updated" % (updated, replicas))
     if available != replicas or total != replicas:
         problems.append("%d of %d replicas available (%d in total)" % (available, replicas, total))
-    avail = [c for c in status.get("conditions") or [] if c.get("type") == "Available"]
-    if replicas and (not avail or avail[0].get("status") != "True"):
+    if replicas and condition(dep, "Available").get("status") != "True":
         problems.append("condition Available is not True")
     if problems:
         problems.append("conditions: %s" % ("; ".join(_conditions(dep)) or "none reported"))

@@ -7,15 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition
+
 API_VERSION = "operator.tigera.io/v1"
 PLURAL = "tigerastatuses"
-
-
-def _condition(status, ctype):
-    for cond in (status.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == ctype:
-            return cond
-    return {}
 
 
 # The TigeraStatus each operator custom resource reports under (its conditions' observedGeneration is that resource's
@@ -37,9 +32,9 @@ def summarize(obj, generation=None):
     operator wrote for an older generation describe the resource before the latest change (an Installation just
     switched to BPF still shows the Iptables install Available until the operator reconciles it): such a
     component is not ready, whatever its conditions say."""
-    available = _condition(obj, "Available")
-    progressing = _condition(obj, "Progressing")
-    degraded = _condition(obj, "Degraded")
+    available = condition(obj, "Available")
+    progressing = condition(obj, "Progressing")
+    degraded = condition(obj, "Degraded")
     observed = observed_generation(obj)
     stale = generation is not None and observed is not None and observed < generation
     ready = (available.get("status") == "True" and progressing.get("status") != "True"

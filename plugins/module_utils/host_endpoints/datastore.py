@@ -85,12 +85,7 @@ class KubeDatastore(object):
 
     def create_kcc(self, body):
         """The created object, or None when it exists already (created meanwhile)."""
-        try:
-            return self.client.create(self.api_version, rules.KCC_PLURAL, body)
-        except ClientError as exc:
-            if exc.status == 409:
-                return None
-            raise
+        return self._create_new(rules.KCC_PLURAL, body)
 
     def patch_kcc(self, patch):
         return self.client.merge_patch(self.api_version, rules.KCC_PLURAL, rules.KCC_NAME, patch)
@@ -103,8 +98,11 @@ class KubeDatastore(object):
 
     def create_host_endpoint(self, body):
         """The created object, or None when one with that name exists already."""
+        return self._create_new(rules.HEP_PLURAL, body)
+
+    def _create_new(self, plural, body):
         try:
-            return self.client.create(self.api_version, rules.HEP_PLURAL, body)
+            return self.client.create(self.api_version, plural, body)
         except ClientError as exc:
             if exc.status == 409:
                 return None

@@ -23,8 +23,8 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import count
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.kube_proxy_mode import (
-
     kube_proxy_mode_from_args, kube_proxy_mode_from_config)
 
 try:
@@ -47,13 +47,6 @@ AKS_GAIN_LOST = ("AKS with Azure CNI: kube-proxy cannot be disabled (AKS puts it
                  "handling Services and the eBPF data plane's performance gain is lost on this cluster. "
                  "FelixConfiguration default sets %s: false so Calico leaves kube-proxy's iptables rules alone "
                  "instead of fighting over them." % FELIX_FIELD)
-
-
-def _int(value):
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 def _pod_spec(ds):
@@ -91,15 +84,15 @@ def match_labels_selector(ds):
 def daemonset_status(ds):
     meta, status = (ds or {}).get("metadata") or {}, (ds or {}).get("status") or {}
     return {
-        "desiredNumberScheduled": _int(status.get("desiredNumberScheduled")),
-        "currentNumberScheduled": _int(status.get("currentNumberScheduled")),
-        "updatedNumberScheduled": _int(status.get("updatedNumberScheduled")),
-        "numberReady": _int(status.get("numberReady")),
-        "numberAvailable": _int(status.get("numberAvailable")),
-        "numberUnavailable": _int(status.get("numberUnavailable")),
-        "numberMisscheduled": _int(status.get("numberMisscheduled")),
-        "generation": _int(meta.get("generation")),
-        "observedGeneration": _int(status.get("observedGeneration")),
+        "desiredNumberScheduled": count(status.get("desiredNumberScheduled")),
+        "currentNumberScheduled": count(status.get("currentNumberScheduled")),
+        "updatedNumberScheduled": count(status.get("updatedNumberScheduled")),
+        "numberReady": count(status.get("numberReady")),
+        "numberAvailable": count(status.get("numberAvailable")),
+        "numberUnavailable": count(status.get("numberUnavailable")),
+        "numberMisscheduled": count(status.get("numberMisscheduled")),
+        "generation": count(meta.get("generation")),
+        "observedGeneration": count(status.get("observedGeneration")),
     }
 
 

@@ -23,6 +23,7 @@ import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import Kinds
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import DEFAULT_WORKERS, in_order
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import redact_object
 
@@ -331,20 +332,13 @@ def _result(doc, ns, action, before, after):
 NUDGE_ANNOTATION = "lifecycle.calico-ops.io/establishing"
 
 
-def _condition(crd, kind):
-    for cond in (crd.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return cond
-    return {}
-
-
 def stuck_installing(crd):
     """Whether a CRD's names are accepted but it is not Established: the API server's establishing controller
     has it in an in-memory queue, filled only by an update event of the CRD; an API server that dies between the
     two loses the queue, and a restarted one establishes the CRD only at its next update (or informer resync,
     minutes later)."""
-    return (_condition(crd, "NamesAccepted").get("status") == "True"
-            and _condition(crd, "Established").get("status") != "True")
+    return (condition(crd, "NamesAccepted").get("status") == "True"
+            and condition(crd, "Established").get("status") != "True")
 
 
 def nudge_crd(client, name, clock=time.time):
@@ -369,7 +363,7 @@ def wait_crds_established(client, names, timeout, interval=1.0, nudge_after=10.0
             name = crd["metadata"]["name"]
             if name not in pending:
                 continue
-            if _condition(crd, "Established").get("status") == "True":
+            if condition(crd, "Established").get("status") == "True":
                 pending.discard(name)
             elif name not in nudged and clock() - start >= nudge_after and stuck_installing(crd):
                 try:

@@ -33,51 +33,45 @@ def _label_prefixed(mapping, prefixes):
     return None
 
 
+# what a node shows of its platform, in the order the evidence is listed: (platform, where, what): a label or
+# annotation key with one of the prefixes, the kubelet version matching the pattern, or the node's OS (id, evidence)
+_NODE_SIGNALS = (
+    ("gke", "label", ("cloud.google.com/gke-",)),
+    ("gke", "kubelet", re.compile(r"-gke\.")),
+    ("aks", "label", ("kubernetes.azure.com/",)),
+    ("eks", "label", ("eks.amazonaws.com/", "alpha.eksctl.io/")),
+    ("eks", "kubelet", re.compile(r"-eks-[0-9a-f]+$")),
+    ("tkg", "label", ("run.tanzu.vmware.com/",)),
+    ("tkg", "kubelet", re.compile(r"\+vmware\.")),
+    ("rke", "annotation", ("rke.cattle.io/", "rke2.io/")),
+    ("rke", "label", ("rke.cattle.io/",)),
+    ("rke", "kubelet", re.compile(r"\+rke2")),
+    ("openshift", "label", ("node.openshift.io/",)),
+    ("openshift", "os", ("rhcos", "RHEL CoreOS node image")),  # only when the label above is not there
+    ("mke", "label", ("com.docker.ucp.",)),
+    ("kops", "label", ("kops.k8s.io/",)),
+    ("kubeadm", "annotation", ("kubeadm.alpha.kubernetes.io/",)),
+    # a gce:// providerID alone is not GKE (self-managed clusters run on GCE too)
+)
+
+
 def node_platform_signals(facts):
     """``[(platform, evidence)]`` that one node's labels, annotations, providerID and versions show."""
-    labels, annotations = facts.get("labels") or {}, facts.get("annotations") or {}
+    found = {"label": facts.get("labels") or {}, "annotation": facts.get("annotations") or {}}
     kubelet = facts.get("kubelet_version") or ""
     os_id = parse_os(facts.get("os_image"))["id"]
     out = []
-    key = _label_prefixed(labels, ("cloud.google.com/gke-",))
-    if key:
-        out.append(("gke", "label %s" % key))
-    if "-gke." in kubelet:
-        out.append(("gke", "kubelet %s" % kubelet))
-    key = _label_prefixed(labels, ("kubernetes.azure.com/",))
-    if key:
-        out.append(("aks", "label %s" % key))
-    key = _label_prefixed(labels, ("eks.amazonaws.com/", "alpha.eksctl.io/"))
-    if key:
-        out.append(("eks", "label %s" % key))
-    if re.search(r"-eks-[0-9a-f]+$", kubelet):
-        out.append(("eks", "kubelet %s" % kubelet))
-    key = _label_prefixed(labels, ("run.tanzu.vmware.com/",))
-    if key:
-        out.append(("tkg", "label %s" % key))
-    if "+vmware." in kubelet:
-        out.append(("tkg", "kubelet %s" % kubelet))
-    key = _label_prefixed(annotations, ("rke.cattle.io/", "rke2.io/"))
-    if key:
-        out.append(("rke", "annotation %s" % key))
-    key = _label_prefixed(labels, ("rke.cattle.io/",))
-    if key:
-        out.append(("rke", "label %s" % key))
-    if "+rke2" in kubelet:
-        out.append(("rke", "kubelet %s" % kubelet))
-    key = _label_prefixed(labels, ("node.openshift.io/",))
-    if key or os_id == "rhcos":
-        out.append(("openshift", "label %s" % key if key else "RHEL CoreOS node image"))
-    key = _label_prefixed(labels, ("com.docker.ucp.",))
-    if key:
-        out.append(("mke", "label %s" % key))
-    key = _label_prefixed(labels, ("kops.k8s.io/",))
-    if key:
-        out.append(("kops", "label %s" % key))
-    key = _label_prefixed(annotations, ("kubeadm.alpha.kubernetes.io/",))
-    if key:
-        out.append(("kubeadm", "annotation %s" % key))
-    # a gce:// providerID alone is not GKE (self-managed clusters run on GCE too)
+    for platform, where, what in _NODE_SIGNALS:
+        if where == "kubelet":
+            if what.search(kubelet):
+                out.append((platform, "kubelet %s" % kubelet))
+        elif where == "os":
+            if os_id == what[0] and (not out or out[-1][0] != platform):
+                out.append((platform, what[1]))
+        else:
+            key = _label_prefixed(found[where], what)
+            if key:
+                out.append((platform, "%s %s" % (where, key)))
     return out
 
 

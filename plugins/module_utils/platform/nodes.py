@@ -29,21 +29,26 @@ def version_tuple(*groups):
     return tuple(out) or None
 
 
-_OS_PATTERNS = (
-    # (id, regex on the lower-cased osImage / PRETTY_NAME; groups are the version numbers)
-    ("windows", re.compile(r"\bwindows\b")),
-    ("rhcos", re.compile(r"red hat enterprise linux coreos(?:\s+\d+\.(\d)(\d+)\.)?")),
-    ("rhel", re.compile(r"red hat enterprise linux(?:\s+(?:server|workstation|for \S+))?(?:\s+(\d+)(?:\.(\d+))?)?")),
-    ("centos-stream", re.compile(r"centos stream(?:\s+(\d+))?")),
-    ("centos", re.compile(r"centos(?: linux)?(?:\s+(\d+)(?:\.(\d+))?)?")),
-    ("rocky", re.compile(r"rocky linux(?:\s+(\d+)(?:\.(\d+))?)?")),
-    ("almalinux", re.compile(r"almalinux(?:\s+(\d+)(?:\.(\d+))?)?")),
-    ("ubuntu", re.compile(r"ubuntu(?:\s+(\d+)\.(\d+))?")),
-    ("fedora-coreos", re.compile(r"fedora coreos(?:\s+(\d+))?")),
-    ("talos", re.compile(r"\btalos\b(?:\s+\(?v?(\d+)\.(\d+))?")),
-    ("bottlerocket", re.compile(r"bottlerocket(?: os)?(?:\s+(\d+)\.(\d+))?")),
-    ("flatcar", re.compile(r"flatcar(?: container linux)?(?:[^0-9]*(\d+)\.(\d+))?")),
-)
+# the version that follows a distribution's name in its PRETTY_NAME: "9" or "9.2", "22.04", "39"
+_MAJOR_MINOR = r"(?:\s+(\d+)(?:\.(\d+))?)?"
+_MAJOR_DOT_MINOR = r"(?:\s+(\d+)\.(\d+))?"
+_MAJOR = r"(?:\s+(\d+))?"
+# (id, the name and then its version, on the lower-cased osImage / PRETTY_NAME; groups are the version numbers),
+# the first match wins
+_OS_PATTERNS = tuple((os_id, re.compile(pattern)) for os_id, pattern in (
+    ("windows", r"\bwindows\b"),
+    ("rhcos", r"red hat enterprise linux coreos(?:\s+\d+\.(\d)(\d+)\.)?"),
+    ("rhel", r"red hat enterprise linux(?:\s+(?:server|workstation|for \S+))?" + _MAJOR_MINOR),
+    ("centos-stream", r"centos stream" + _MAJOR),
+    ("centos", r"centos(?: linux)?" + _MAJOR_MINOR),
+    ("rocky", r"rocky linux" + _MAJOR_MINOR),
+    ("almalinux", r"almalinux" + _MAJOR_MINOR),
+    ("ubuntu", r"ubuntu" + _MAJOR_DOT_MINOR),
+    ("fedora-coreos", r"fedora coreos" + _MAJOR),
+    ("talos", r"\btalos\b(?:\s+\(?v?(\d+)\.(\d+))?"),
+    ("bottlerocket", r"bottlerocket(?: os)?" + _MAJOR_DOT_MINOR),
+    ("flatcar", r"flatcar(?: container linux)?(?:[^0-9]*(\d+)\.(\d+))?"),
+))
 
 
 def parse_os(os_image):

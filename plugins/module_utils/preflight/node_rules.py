@@ -260,26 +260,33 @@ def node_summary(facts):
 
 # -- host-level rules ------------------------------------------------------------------------------
 
-def check_bpffs(mounted, supported):
+def _mount_verdict(mounted, supported, ok, mountable, unknown, missing):
+    """A file system the data plane needs: mounted (``ok``), else mountable (``mountable``, a warning), else not
+    known (``unknown``, a warning), else missing from the kernel (``missing``, a failure)."""
     if mounted:
-        return verdict(OK, "bpffs mounted at /sys/fs/bpf")
+        return verdict(OK, ok)
     if supported:
-        return verdict(WARN, "bpffs is not mounted at /sys/fs/bpf but the kernel supports it (mountable); "
-                             "mount it persistently so pods keep connectivity when calico-node restarts")
+        return verdict(WARN, mountable)
     if supported is None:
-        return verdict(WARN, "could not tell whether bpffs is mounted or mountable")
-    return verdict(FAIL, "bpffs is neither mounted at /sys/fs/bpf nor supported by the kernel")
+        return verdict(WARN, unknown)
+    return verdict(FAIL, missing)
+
+
+def check_bpffs(mounted, supported):
+    return _mount_verdict(
+        mounted, supported, "bpffs mounted at /sys/fs/bpf",
+        "bpffs is not mounted at /sys/fs/bpf but the kernel supports it (mountable); "
+        "mount it persistently so pods keep connectivity when calico-node restarts",
+        "could not tell whether bpffs is mounted or mountable",
+        "bpffs is neither mounted at /sys/fs/bpf nor supported by the kernel")
 
 
 def check_cgroup_v2(mounted_at, supported):
-    if mounted_at:
-        return verdict(OK, "cgroup v2 mounted at %s" % mounted_at)
-    if supported:
-        return verdict(WARN, "cgroup v2 is not mounted but the kernel supports it (Felix mounts it at "
-                             "its cgroupV2Path)")
-    if supported is None:
-        return verdict(WARN, "could not tell whether the kernel supports cgroup v2")
-    return verdict(FAIL, "the kernel does not support cgroup v2 (cgroup2 missing from /proc/filesystems)")
+    return _mount_verdict(
+        mounted_at, supported, "cgroup v2 mounted at %s" % mounted_at,
+        "cgroup v2 is not mounted but the kernel supports it (Felix mounts it at its cgroupV2Path)",
+        "could not tell whether the kernel supports cgroup v2",
+        "the kernel does not support cgroup v2 (cgroup2 missing from /proc/filesystems)")
 
 
 def check_vxlan(loaded, available):

@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import count
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import is_ip_literal  # noqa: F401
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (  # noqa: F401  pylint: disable=unused-import
     AWS_DNS, AWS_PLATFORMS, DEFAULT_PORTS, KOPS_HOST_PREFIX, MKE_HOST, PLATFORM_TITLES, PLATFORMS, UNSUPPORTED_PLATFORMS)
@@ -257,24 +258,27 @@ def _check_endpoint(out, p, allow_ip, allow_loopback):
     sets it); the port made a number."""
     problems = out["problems"]
     if out["host"] is not None and not problems:
-        host_problems = validate_host(out["host"], prefix=p)
-        if host_problems and out["host_source"] != var_name(p, "host"):
-            for item in host_problems:
-                item["message"] += " (derived from %s: set %s)" % (out["host_source"], var_name(p, "host"))
+        host_problems = _validated(out, "host", validate_host, "derived from", p)
         problems.extend(host_problems)
         if not host_problems:
             problems.extend(check_ip(out["host"], allow_ip, "from %s" % out["host_source"], prefix=p,
                                      allow_loopback=allow_loopback))
     if out["port"] is not None:
-        port_problems = validate_port(out["port"], prefix=p)
-        if port_problems and out["port_source"] != var_name(p, "port"):
-            for item in port_problems:
-                item["message"] += " (from %s: set %s)" % (out["port_source"], var_name(p, "port"))
+        port_problems = _validated(out, "port", validate_port, "from", p)
         problems.extend(port_problems)
         if not port_problems:
             out["port"] = to_port(out["port"])
     elif not problems:
         problems.append(problem(p, "port", "cannot be derived: set it"))
+
+
+def _validated(out, key, validate, came, p):
+    """The problems of ``out[key]``; a value not given by its own variable says where it came from."""
+    found = validate(out[key], prefix=p)
+    if found and out["%s_source" % key] != var_name(p, key):
+        for item in found:
+            item["message"] += " (%s %s: set %s)" % (came, out["%s_source" % key], var_name(p, key))
+    return found
 
 
 def configmap_data(host, port):
@@ -291,23 +295,16 @@ def aws_dns_wanted(setting, platform):
 
 # -- the operator (Deployment and pods) -------------------------------------------------------------
 
-def _int(value):
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
 def deployment_progress(dep):
     """``{exists, rolled_out, line, status}`` of a Deployment read from the API (None: absent)."""
     if not dep:
         return {"exists": False, "rolled_out": False, "line": "Deployment not found", "status": {}}
     meta, spec, status = dep.get("metadata") or {}, dep.get("spec") or {}, dep.get("status") or {}
-    wanted = _int(spec.get("replicas", 1))
-    numbers = {"replicas": wanted, "updated": _int(status.get("updatedReplicas")),
-               "ready": _int(status.get("readyReplicas")), "available": _int(status.get("availableReplicas")),
-               "total": _int(status.get("replicas")), "generation": _int(meta.get("generation")),
-               "observedGeneration": _int(status.get("observedGeneration"))}
+    wanted = count(spec.get("replicas", 1))
+    numbers = {"replicas": wanted, "updated": count(status.get("updatedReplicas")),
+               "ready": count(status.get("readyReplicas")), "available": count(status.get("availableReplicas")),
+               "total": count(status.get("replicas")), "generation": count(meta.get("generation")),
+               "observedGeneration": count(status.get("observedGeneration"))}
     rolled = (numbers["observedGeneration"] >= numbers["generation"] and numbers["updated"] == wanted
               and numbers["ready"] == wanted and numbers["available"] == wanted and numbers["total"] == wanted)
     conditions = ["%s=%s%s" % (c.get("type"), c.get("status"), (" (%s)" % c["message"]) if c.get("message") else "")
