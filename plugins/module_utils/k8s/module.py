@@ -153,8 +153,8 @@ class K8sModule(_Base):
         happens before any request can name its object (the API server not reached, a kubeconfig not loaded)."""
         if self.module_class is not AnsibleModule:
             # kubernetes.core's checks (of kubernetes, and of PyYAML: its version lookup imports every library it
-            # knows) import the kubernetes library at every start (~0.45 s of CPU); it is needed only where
-            # kubernetes.core's own client is built, and checked there (k8s/client.py)
+            # knows) import the kubernetes library at every start (its cost: benchmarks/results/design-measurements.md);
+            # it is needed only where kubernetes.core's own client is built, and checked there (k8s/client.py)
             kwargs.setdefault("check_k8s", False)
             kwargs.setdefault("check_pyyaml", False)
         super(K8sModule, self).__init__(k8s_argument_spec(options), error_prefix, errors, **kwargs)
