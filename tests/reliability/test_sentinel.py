@@ -28,7 +28,7 @@ Seen failing on the code before the redaction (issue 18): manifest_apply (result
 stringData, the pull secret; in check mode the licence's token and certificate), merge_patch (the whole Secret it
 patched or created, the dependent Secret), upgrade_manifest (the etcd key, cert and CA base64-encoded in the
 documents), the registered results of all of these, and in the error run merge_patch's message (the API server's
-422 quotes the whole Secret). ``tests/unit/plugins/module_utils/test_redact.py`` pins each piece of the redactor.
+422 quotes the whole Secret). ``tests/unit/plugins/module_utils/k8s/test_redact.py`` pins each piece of the redactor.
 """
 
 import base64

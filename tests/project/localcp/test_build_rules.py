@@ -23,6 +23,7 @@ replace (
 )
 """
 
+
 def test_staging_replaces_come_from_v0_0_0_requires_only():
     assert build.staging_replaces(GOMOD, "v0.33.13") == [
         "replace k8s.io/api => k8s.io/api v0.33.13",

@@ -1,0 +1,94 @@
+"""connectivity/runner.py: bad input refused before any request, and the plan and ready stages behind the real
+``Client`` over the in-memory API server."""
+
+import pytest
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity import rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity.runner import ConnectivityError, run_stage, validate
+
+from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.fake_k8s import client, standard_api
+
+
+def node(name, ready=True, ip="10.0.0.1", labels=None):
+    return {"metadata": {"name": name, "labels": dict({"kubernetes.io/os": "linux"}, **(labels or {}))},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False",
+                                       "message": "kubelet stopped posting"}],
+                       "addresses": [{"type": "InternalIP", "address": ip}] if ip else []}}
+
+
+def params(**kw):
+    p = {"stage": "plan", "namespace": rules.DEFAULT_NAMESPACE, "node_selector": {}, "max_nodes": 0,
+         "image": rules.DEFAULT_IMAGE, "http_port": 8080, "service_port": 8081, "host_port": 8083, "node_port": 0,
+         "checks": list(rules.CHECKS), "expect": "allowed", "attempts": 2, "policy_timeout": 60,
+         "dns_service": "kube-system/kube-dns", "cluster_domain": "cluster.local",
+         "kube_proxy_namespace": "kube-system", "kube_proxy_selector": "k8s-app=kube-proxy", "probe_file": None,
+         "stop_file": None, "probe_interval": 1.0, "probe_max_seconds": 60, "workers": 4, "variable_prefix": ""}
+    p.update(kw)
+    return p
+
+
+def test_bad_input_names_each_variable_before_any_request():
+    with pytest.raises(ConnectivityError) as err:
+        validate(params(checks=["pod_to_pod", "ping"], policy_timeout=-1, attempts=0, node_port=80, http_port=70000,
+                        namespace="Not_A_Name", workers=0), prefix="connectivity_")
+    text = str(err.value)
+    for part in ("connectivity_checks names unknown checks ping", "connectivity_policy_timeout is -1",
+                 "connectivity_attempts is 0", "connectivity_node_port is 80", "connectivity_http_port is 70000",
+                 "connectivity_namespace is 'Not_A_Name'", "connectivity_workers is 0", "nothing was deployed"):
+        assert part in text, text
+
+
+def test_the_three_ports_must_differ():
+    with pytest.raises(ConnectivityError) as err:
+        validate(params(service_port=8083), prefix="connectivity_")
+    assert "connectivity_service_port and connectivity_host_port are both 8083: give two ports" in str(err.value)
+    with pytest.raises(ConnectivityError, match="connectivity_checks is empty"):
+        validate(params(checks=[]), prefix="connectivity_")
+    with pytest.raises(ConnectivityError, match="probe_file is not set.*stop_file is not set"):
+        validate(params(stage="probe"))
+
+
+def _cluster(namespace_labels=None):
+    dyn = standard_api()
+    dyn.add_type("v1", "nodes", "Node", namespaced=False)
+    dyn.add_type("v1", "namespaces", "Namespace", namespaced=False)
+    dyn.put("v1", "nodes", node("n1", ip="10.0.0.1"))
+    dyn.put("v1", "nodes", node("n2", ip="10.0.0.2", labels={"pool": "b"}))
+    dyn.put("v1", "pods", {"metadata": {"name": "kube-proxy-1", "namespace": "kube-system",
+                                        "labels": {"k8s-app": "kube-proxy"}},
+                           "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}})
+    if namespace_labels is not None:
+        dyn.put("v1", "namespaces", {"metadata": {"name": rules.DEFAULT_NAMESPACE, "labels": namespace_labels}})
+    return dyn
+
+
+def test_the_plan_stage_reads_only_and_refuses_a_namespace_that_is_not_its_own():
+    dyn = _cluster()
+    out = run_stage(client(dyn), params(node_selector={"pool": "b"}))
+    assert out["nodes"] == ["n2"] and out["changed"] is False and out["leftover"] is False
+    assert out["bpf"] is False and out["dns"] is False
+    assert out["api_requests"]["write"] == 0
+    assert len(out["manifests"]) == 6
+    with pytest.raises(ConnectivityError, match="connectivity_node_selector .* matches no Ready Linux node"):
+        run_stage(client(_cluster()), params(node_selector={"pool": "z"}), prefix="connectivity_")
+    with pytest.raises(ConnectivityError, match="namespace calico-ops-connectivity exists and is not the"):
+        run_stage(client(_cluster({"team": "a"})), params())
+    left = run_stage(client(_cluster({rules.PART_OF: rules.PART_OF_VALUE})), params())
+    assert left["leftover"] is True
+
+
+def test_the_ready_stage_says_what_it_waits_for_and_reads_no_cluster_facts():
+    """Polled every 5 s by the role: it quotes each missing pod, and does not read the data plane, DNS or kube-proxy
+    (the plan and check stages do)."""
+    dyn = _cluster()
+    c = client(dyn)
+    planned = run_stage(c, params(stage="plan"))
+    plan_reads = planned["api_requests"]["read"]
+    c = client(dyn)
+    out = run_stage(c, params(stage="ready"))
+    assert out["ready"] is False and "bpf" not in out
+    assert "pod calico-ops-connectivity/server-n1 on n1: not created" in out["waiting"]
+    assert "Services server and server-nodeport in calico-ops-connectivity: {}" in out["waiting"]
+    # nodes, the namespace, the workload's pods and its three Services - not Installation, FelixConfiguration,
+    # kube-dns nor kube-proxy's pods
+    assert out["api_requests"]["read"] == plan_reads - 4 + 1 + 3, (plan_reads, out["api_requests"])
