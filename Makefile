@@ -110,25 +110,27 @@ molecule: venv collection binaries
 
 # Benchmarks (not part of `make test`): ours against the naive kubernetes.core loop, results in benchmarks/results/.
 # Options through BENCH_ARGS, e.g. make bench BENCH_ARGS="--jobs preflight --sizes 100,1000 --naive-budget 600".
+# benchmarks/ is a package run from here as modules (its layout: benchmarks/__init__.py); make bench's jobs reuse
+# helpers of the integration tests, so make bench puts tests/integration on PYTHONPATH.
 bench: venv collection binaries
-	@$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+	@PYTHONPATH=$(PYTHONPATH):$(CURDIR)/tests/integration $(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 # The real data plane's footprint per node (calico-node RSS, BPF maps, CPU at rest) and the time from the install's
 # start to the first request answered through eBPF, for 3 and 10 nodes: benchmarks/results/footprint.md
 bench-footprint: venv collection binaries
-	@$(BIN)/python benchmarks/footprint.py $(BENCH_ARGS)
+	@$(BIN)/python -m benchmarks.footprint $(BENCH_ARGS)
 
 # data-plane switches under traffic, the collection's order against the documented one by hand (median of 3 runs)
 bench-switch: venv collection binaries
-	@$(BIN)/python benchmarks/switch.py $(BENCH_ARGS)
+	@$(BIN)/python -m benchmarks.switch $(BENCH_ARGS)
 
 # The connectivity check's wall time on 3 and 10 nodes, 8 dials at a time against one: benchmarks/results/connectivity.md
 bench-connectivity: venv collection binaries
-	@$(BIN)/python benchmarks/connectivity.py $(BENCH_ARGS)
+	@$(BIN)/python -m benchmarks.connectivity $(BENCH_ARGS)
 
 # fleet_rollout against a shell loop of install_ebpf over 5 control planes: benchmarks/results/fleet.md
 bench-fleet: venv collection binaries
-	@$(BIN)/python benchmarks/fleet.py $(BENCH_ARGS)
+	@$(BIN)/python -m benchmarks.fleet $(BENCH_ARGS)
 
 changelog: venv
 	@$(BIN)/antsibull-changelog lint

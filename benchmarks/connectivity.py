@@ -25,12 +25,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-
 from localcp.cluster import ControlPlane
 from localcp.fixtures import Ansible, Cluster
 from localcp.nodes import default_specs
+
+from benchmarks import RESULTS
 
 INVENTORY = "inventories/local/hosts.yml"
 NO_POLICY = ["pod_to_pod", "pod_to_service", "pod_to_nodeport", "host_to_nodeport", "pod_to_api_server", "dns",

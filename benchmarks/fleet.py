@@ -26,11 +26,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-
 from localcp import fleet as localfleet
 from localcp.fixtures import Ansible
+
+from benchmarks import RESULTS, ROOT
 
 
 def _requests(clusters: dict, marks: dict) -> dict:

@@ -18,7 +18,7 @@ Results: ``benchmarks/results/footprint.json`` and ``footprint.md`` (merged per 
 2-CPU machine with every node's processes sharing it (10 Felix processes start at once), so they are upper bounds of a
 node's own time; the load average at each run is recorded.
 
-    PYTHONPATH=tests .venv/bin/python benchmarks/footprint.py [--sizes 3,10] [--settle 60] [--window 30]
+    PYTHONPATH=tests .venv/bin/python -m benchmarks.footprint [--sizes 3,10] [--settle 60] [--window 30]
 """
 
 from __future__ import annotations
@@ -35,17 +35,15 @@ import time
 from pathlib import Path
 
 import yaml
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-
 from localcp import traffic
-from localcp.traffic import process_tree as tree, rss_kib
 from localcp.cluster import ControlPlane
 from localcp.fixtures import Ansible, Cluster
 from localcp.nodes import default_specs
+from localcp.traffic import process_tree as tree
+from localcp.traffic import rss_kib
 
-RESULTS = HERE / "results"
+from benchmarks import RESULTS, ROOT
+
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -90,7 +88,62 @@ def felix_pids(pids: list) -> list:
     return out
 
 
+def _install_until_answered(cluster: Cluster, t: traffic.Traffic, url: str, workdir: Path) -> tuple:
+    """Start install_ebpf.yml and send a request to ``url`` every half second from this machine and from the client
+    pod: (the install's seconds, {"outside": s, "pod": s} of the first answer of each), from the install's start."""
+    cmd, env = Ansible(cluster, workdir).command(
+        "playbooks/install_ebpf.yml", inventory=str(ROOT / "inventories/local/hosts.yml"),
+        extra_vars={"ebpf_install_artifacts_dir": str(workdir / "artifacts"), "ebpf_install_timeout": 900,
+                    "preflight_report_dir": str(workdir / "report")})
+    t0 = time.monotonic()
+    play_log = open(workdir / "install_ebpf.log", "w")  # a file: a pipe nobody reads fills and stops the play
+    play = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdout=play_log, stderr=subprocess.STDOUT, text=True)
+    play_log.close()
+    first = {"outside": None, "pod": None}
+    install_s = None
+    deadline = t0 + 1200
+    while (None in first.values() or install_s is None) and time.monotonic() < deadline:
+        if install_s is None and play.poll() is not None:
+            install_s = time.monotonic() - t0
+            if play.returncode != 0:
+                raise RuntimeError("install_ebpf failed:\n" + (workdir / "install_ebpf.log").read_text()[-3000:])
+        if first["outside"] is None and t.get(url, pod=None, timeout=1)[0]:
+            first["outside"] = time.monotonic() - t0
+        if first["pod"] is None and t.get(url, pod="client", timeout=1)[0]:
+            first["pod"] = time.monotonic() - t0
+        time.sleep(0.5)
+    if None in first.values():
+        raise RuntimeError(f"no answer from {url} within 1200 s: {first}")
+    return install_s, first
+
+
+def _per_node(cluster: Cluster, window: float) -> dict:
+    """{node: figures}: calico-node's and Felix's RSS, Felix's BPF maps, Typha's RSS where it runs, and calico-node's
+    CPU at rest over ``window`` seconds."""
+    nodes = {}
+    for proc in cluster.processes():
+        if proc["component"] not in ("calico-node", "calico-typha") or not proc["pid"]:
+            continue
+        entry = nodes.setdefault(proc["node"], {})
+        pids = tree(proc["pid"])
+        if proc["component"] == "calico-node":
+            felix = felix_pids(pids)
+            count, memlock = bpf_maps(felix)
+            entry.update(calico_node_pids=pids, calico_node_rss_mib=round(rss_kib(pids) / 1024, 1),
+                         felix_rss_mib=round(rss_kib(felix) / 1024, 1), bpf_maps=count,
+                         bpf_maps_mib=round(memlock / 2**20, 1), restarts=proc["restarts"])
+        else:
+            entry["typha_rss_mib"] = round(rss_kib(pids) / 1024, 1)
+    before = {n: cpu_ticks(e["calico_node_pids"]) for n, e in nodes.items()}
+    time.sleep(window)
+    for n, e in nodes.items():
+        e["cpu_at_rest_pct"] = round(100.0 * (cpu_ticks(e.pop("calico_node_pids")) - before[n]) / TICKS / window, 2)
+    return nodes
+
+
 def measure(size: int, settle: float, window: float, workdir: Path) -> dict:
+    """One size: a control plane of ``size`` nodes with the real data plane, the demo's workloads, install_ebpf
+    until the Service answers through eBPF, then after ``settle`` seconds each node's footprint."""
     cp = ControlPlane(die_with_parent=True)
     started = time.monotonic()
     cp.start(default_specs(size), shape="kubeadm", with_dataplane=True)
@@ -99,52 +152,9 @@ def measure(size: int, settle: float, window: float, workdir: Path) -> dict:
     try:
         t = traffic.Traffic(cp.run_dir)
         t.deploy()
-        cluster_ip = t.cluster_ip()
-        url = f"http://{cluster_ip}/hostname"
-        cmd, env = Ansible(cluster, workdir).command(
-            "playbooks/install_ebpf.yml", inventory=str(ROOT / "inventories/local/hosts.yml"),
-            extra_vars={"ebpf_install_artifacts_dir": str(workdir / "artifacts"), "ebpf_install_timeout": 900,
-                        "preflight_report_dir": str(workdir / "report")})
-        t0 = time.monotonic()
-        play_log = open(workdir / "install_ebpf.log", "w")  # a file: a pipe nobody reads fills and stops the play
-        play = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdout=play_log, stderr=subprocess.STDOUT, text=True)
-        play_log.close()
-        first = {"outside": None, "pod": None}
-        install_s = None
-        deadline = t0 + 1200
-        while (None in first.values() or install_s is None) and time.monotonic() < deadline:
-            if install_s is None and play.poll() is not None:
-                install_s = time.monotonic() - t0
-                if play.returncode != 0:
-                    raise RuntimeError("install_ebpf failed:\n" + (workdir / "install_ebpf.log").read_text()[-3000:])
-            if first["outside"] is None and t.get(url, pod=None, timeout=1)[0]:
-                first["outside"] = time.monotonic() - t0
-            if first["pod"] is None and t.get(url, pod="client", timeout=1)[0]:
-                first["pod"] = time.monotonic() - t0
-            time.sleep(0.5)
-        if None in first.values():
-            raise RuntimeError(f"no answer from {url} within 1200 s: {first}")
+        install_s, first = _install_until_answered(cluster, t, f"http://{t.cluster_ip()}/hostname", workdir)
         time.sleep(settle)
-        procs = cluster.processes()
-        nodes = {}
-        for proc in procs:
-            if proc["component"] not in ("calico-node", "calico-typha") or not proc["pid"]:
-                continue
-            entry = nodes.setdefault(proc["node"], {})
-            pids = tree(proc["pid"])
-            if proc["component"] == "calico-node":
-                felix = felix_pids(pids)
-                count, memlock = bpf_maps(felix)
-                entry.update(calico_node_pids=pids, calico_node_rss_mib=round(rss_kib(pids) / 1024, 1),
-                             felix_rss_mib=round(rss_kib(felix) / 1024, 1), bpf_maps=count,
-                             bpf_maps_mib=round(memlock / 2**20, 1), restarts=proc["restarts"])
-            else:
-                entry["typha_rss_mib"] = round(rss_kib(pids) / 1024, 1)
-        before = {n: cpu_ticks(e["calico_node_pids"]) for n, e in nodes.items()}
-        time.sleep(window)
-        for n, e in nodes.items():
-            e["cpu_at_rest_pct"] = round(100.0 * (cpu_ticks(e.pop("calico_node_pids")) - before[n]) / TICKS / window,
-                                         2)
+        nodes = _per_node(cluster, window)
         rows = list(nodes.values())
         return {
             "size": size, "measured": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -5,7 +5,7 @@ sends a list of requests (method, path, body, content type) over HTTPS with one 
 (http.client, the admin's client certificate of the control plane: the same identity as the playbooks, so the audit
 log counts them alike) and ``concurrency`` requests in flight. ``sweep`` finds the concurrency that serves a stream
 fastest (1 to 32); ``send`` times one stream. Nothing here decides what to send: each benchmark job builds its
-stream from the same rules its module follows (benchmarks/run.py).
+stream from the same rules its module follows (benchmarks/jobs/).
 """
 
 import http.client
@@ -163,7 +163,7 @@ def epoch(text):
 def _patch_type(ev, merge_type):
     """The content type of a captured PATCH (the audit log keeps the body, not its type): a list is a JSON patch, an
     object with apiVersion and kind a server-side apply, anything else a merge patch of the type
-    ``merge_type(api_version)`` gives (the collection's merge_patch rule for ``auto``, passed by run.py)."""
+    ``merge_type(api_version)`` gives (the collection's merge_patch rule for ``auto``: harness.merge_type)."""
     body = ev.get("requestObject")
     if isinstance(body, list):
         return "application/json-patch+json"
@@ -182,8 +182,8 @@ def _without_preconditions(verb, body):
             meta.pop("uid", None)
             return dict(body, metadata=meta), True
     if verb == "patch" and isinstance(body, list):
-        kept = [op for op in body if not (op.get("op") == "test" and op.get("path") in ("/metadata/resourceVersion",
-                                                                                       "/metadata/uid"))]
+        preconditions = ("/metadata/resourceVersion", "/metadata/uid")
+        kept = [op for op in body if not (op.get("op") == "test" and op.get("path") in preconditions)]
         return kept, len(kept) != len(body)
     if verb in ("delete", "deletecollection") and isinstance(body, dict) and body.get("preconditions"):
         return dict((k, v) for k, v in body.items() if k != "preconditions"), True

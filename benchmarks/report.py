@@ -1,6 +1,6 @@
 """The pure parts of ``make bench``: medians, ratios, predictions of naive runs, the Markdown table and the plot.
 
-Nothing here touches a cluster; tests/unit/test_bench_report.py covers it. ``results`` is the dict run.py
+Nothing here touches a cluster; tests/project/test_bench_report.py covers it. ``results`` is the dict run.py
 writes to benchmarks/results/results.json: ``{"jobs": {job: {str(N): row}}, ...}`` where a row is::
 
     {"n": 1000, "unit": "dependents",

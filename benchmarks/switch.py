@@ -20,17 +20,16 @@ import signal
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-
 from localcp import switches
 from localcp.cluster import ControlPlane
 from localcp.fixtures import Ansible, Cluster
 
+from benchmarks import RESULTS
+
 # the jobs' own prober and check (roles/connectivity) off: the contenders by hand deploy nothing of the kind, and the
 # probe pods' interfaces would add to what each Felix attaches when it restarts onto the other data plane
 VARS = {"ebpf_install_timeout": 600, **{f"{job}_{what}": False for job in ("ebpf_install_enable", "ebpf_rollback")
-                                         for what in ("measure_disruption", "verify_connectivity")}}
+                                        for what in ("measure_disruption", "verify_connectivity")}}
 
 
 def one_run(s: switches.Switches, ansible: Ansible, work: Path) -> dict:
@@ -52,7 +51,8 @@ def render(runs: list, load: list) -> str:
            "Produced by `make bench-switch` (`benchmarks/switch.py`, see its docstring): 3 nodes, each a network "
            "namespace of this machine; the real kube-proxy (iptables mode) and the real calico-node v3.31.4. New "
            "connections every 0.2 s from a client pod on node-1 to a ClusterIP, to a NodePort on node-2 and to the "
-           "server pod on node-2, to Service server-late whose endpoint appears 5 s into the switch (counted from 3 s after), and from node-1's host network to the NodePort; each switch measured from before "
+           "server pod on node-2, to Service server-late whose endpoint appears 5 s into the switch (counted from 3 s "
+           "after), and from node-1's host network to the NodePort; each switch measured from before "
            "its first write until the data plane settled plus 15 s.", "",
            f"Median of {len(runs)} runs (each run's counts in the last column); measured "
            f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}, load average at the "

@@ -1,34 +1,11 @@
 """The pure parts of the *limit* contender replayed from ours' own requests (benchmarks/limit.py: the capture read
-from the audit log, the waves a replay may send concurrently) and of the wait accounting of benchmarks/run.py (a
+from the audit log, the waves a replay may send concurrently) and of the wait accounting of benchmarks/tasks.py (a
 task that applies and then waits counts its wait only)."""
-
-import importlib.util
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, str(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-limit = _load("bench_limit", BENCH / "limit.py")
-
-
-def _load_run():
-    """benchmarks/run.py (it puts benchmarks/ and tests/ on sys.path itself; nothing runs at import)."""
-    return _load("bench_run", BENCH / "run.py")
-
-
-def _merge_type(api_version):
-    """The collection's own rule (merge_patch ``auto``), as run.py passes it."""
-    merge = _load_run().collection_module("objects.merge_patch")
-    return merge.CONTENT_TYPES[merge.default_patch_type(api_version)]
+from benchmarks import limit, tasks
+from benchmarks.harness import merge_type  # the collection's own rule (merge_patch ``auto``)
 
 
 def _ev(verb, uri, at, resource=None, name=None, namespace=None, group="", body=None, code=200):
@@ -61,7 +38,7 @@ def test_capture_keeps_ours_order_path_and_bodies_and_infers_each_patch_type():
             body=apply),
         _ev("watch", "/api/v1/pods?watch=true", 2.5, "pods"),
     ]
-    stream, rewritten = limit.captured_stream(events, _merge_type)
+    stream, rewritten = limit.captured_stream(events, merge_type)
     assert rewritten == 0
     assert [(r["method"], r["path"].split("?")[0].rsplit("/", 1)[-1], r["write"]) for r in stream] == [
         ("GET", "a", False), ("PATCH", "a", False), ("PATCH", "a", True), ("PATCH", "kube-proxy", True),
@@ -86,7 +63,7 @@ def test_capture_leaves_out_waits_and_later_pages_and_drops_preconditions_counti
         _ev("delete", "/api/v1/namespaces/kube-system/configmaps/rec", 10.0, "configmaps", "rec", "kube-system",
             body={"kind": "DeleteOptions", "preconditions": {"uid": "u-1"}}),
     ]
-    stream, rewritten = limit.captured_stream(events, _merge_type, skip_windows=[(_epoch(4.0), _epoch(6.0))])
+    stream, rewritten = limit.captured_stream(events, merge_type, skip_windows=[(_epoch(4.0), _epoch(6.0))])
     assert [r["path"] for r in stream] == [
         "/api/v1/pods?limit=500", "/api/v1/namespaces/kube-system/configmaps/rec",
         "/api/v1/namespaces/kube-system/configmaps/rec?fieldManager=x", "/api/v1/namespaces/kube-system/configmaps/rec"]
@@ -99,7 +76,7 @@ def test_capture_leaves_out_waits_and_later_pages_and_drops_preconditions_counti
 def test_a_captured_write_without_its_body_cannot_be_replayed():
     events = [_ev("create", "/api/v1/namespaces/ns/secrets", 1.0, "secrets", "s", "ns")]
     with pytest.raises(RuntimeError, match="no body"):
-        limit.captured_stream(events, _merge_type)
+        limit.captured_stream(events, merge_type)
 
 
 def _req(verb, resource, name, namespace=None, group="", write=None):
@@ -142,9 +119,8 @@ def test_a_task_that_applies_then_waits_counts_its_wait_only():
                                                         "end": "2026-11-28T02:00:10.000000Z"}},
          "hosts": {"localhost": {}}},
     ]}]}
-    bench_run = _load_run()
-    assert bench_run.wait_seconds(data) == pytest.approx(3.5)
-    windows = bench_run.wait_windows(data)
+    assert tasks.wait_seconds(data) == pytest.approx(3.5)
+    windows = tasks.wait_windows(data)
     assert [round(b - a, 3) for a, b in windows] == [0.5, 3.0]
-    profile = bench_run.task_profile(data, exclude=r"\bwait")
+    profile = tasks.task_profile(data, exclude=r"\bwait")
     assert profile["floor_tasks"] == {"module": 2, "control": 0}

@@ -1,21 +1,9 @@
-"""``make bench``'s pure parts of benchmarks/run.py: --merge (merge_results: another run's figures merged per job,
+"""``make bench``'s pure parts: --merge (benchmarks/runner.py merge_results: another run's figures merged per job,
 size and contender, each contender keeping when it was measured) and the task profile behind the Ansible floor
-(task_profile, combine_profiles, ansible_floor)."""
+(benchmarks/tasks.py task_profile, combine_profiles; benchmarks/costs.py ansible_floor)."""
 
-import importlib.util
-from pathlib import Path
-
-RUN_PY = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_run", str(RUN_PY))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-run = _load()
+from benchmarks import runner, tasks
+from benchmarks.costs import ansible_floor
 
 
 def test_merge_keeps_the_contenders_the_other_run_did_not_measure_with_their_own_time():
@@ -26,8 +14,8 @@ def test_merge_keeps_the_contenders_the_other_run_did_not_measure_with_their_own
         "n": 2000, "measured_at": "2026-11-27T09:46:22+00:00", "loadavg_end": [5.0, 4.0, 3.0],
         "ours": {"median_s": 7.68, "measured_at": "2026-11-27T09:45:23+00:00"}, "limit": {"median_s": 1.32}}},
         "owner_references": {"5000": {"n": 5000, "ours": {"median_s": 41.1}}}}, "runs": [{"command": "new"}]}
-    run.merge_results(results, other)
-    run.merge_results(results, other)  # merging again changes nothing
+    runner.merge_results(results, other)
+    runner.merge_results(results, other)  # merging again changes nothing
     row = results["jobs"]["preflight"]["2000"]
     assert row["ours"]["median_s"] == 7.68 and row["limit"]["median_s"] == 1.32
     assert row["naive"] == {"median_s": 187.0, "measured_at": "2026-11-22T07:09:58+00:00",
@@ -52,20 +40,20 @@ def test_task_profile_counts_module_and_controller_tasks_without_the_waits():
         _task("role : Enterprise only", "ansible.builtin.copy", skipped=True),
         _task("role : Keep the files", "ansible.builtin.copy", 2),
     ]}]}
-    profile = run.task_profile(data, exclude=r"\bwait")
+    profile = tasks.task_profile(data, exclude=r"\bwait")
     assert profile["tasks"] == 6 and profile["skipped"] == 1 and profile["playbooks"] == 1
     # the wait is left out; a skipped task costs what a controller task does
     assert profile["floor_tasks"] == {"module": 2, "control": 3}
     assert profile["by_action"]["calico_ops.lifecycle.manifest_apply"] == [1, 9.0]
     assert profile["by_action"]["(skipped)"] == [1, 1.0]
-    assert run.task_profile(data)["floor_tasks"] == {"module": 3, "control": 3}
+    assert tasks.task_profile(data)["floor_tasks"] == {"module": 3, "control": 3}
 
 
 def test_ansible_floor_of_two_plays():
     one = {"tasks": 3, "task_s": 3.0, "skipped": 0, "playbooks": 1, "floor_tasks": {"module": 2, "control": 1},
            "by_action": {}, "slowest": []}
-    both = run.combine_profiles([one, dict(one), None])
+    both = tasks.combine_profiles([one, dict(one), None])
     assert both["playbooks"] == 2 and both["floor_tasks"] == {"module": 4, "control": 2}
     costs = {"startup_s": 2.0, "module_task_s": 0.5, "control_task_s": 0.05}
-    assert run.ansible_floor(both, costs) == 2 * 2.0 + 4 * 0.5 + 2 * 0.05
-    assert run.combine_profiles([None]) is None
+    assert ansible_floor(both, costs) == 2 * 2.0 + 4 * 0.5 + 2 * 0.05
+    assert tasks.combine_profiles([None]) is None

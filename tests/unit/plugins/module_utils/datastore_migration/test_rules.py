@@ -3,15 +3,7 @@
 import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.datastore_migration import rules
-
-
-def obj(kind, name, spec=None, namespace=None, labels=None):
-    meta = {"name": name, "uid": "u-" + name, "resourceVersion": "7"}
-    if namespace:
-        meta["namespace"] = namespace
-    if labels:
-        meta["labels"] = labels
-    return {"apiVersion": "projectcalico.org/v3", "kind": kind, "metadata": meta, "spec": spec or {}}
+from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.calico_objects import obj
 
 
 # -- rules -------------------------------------------------------------------------------------------------------

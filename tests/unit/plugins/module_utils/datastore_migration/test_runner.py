@@ -8,15 +8,7 @@ import pytest
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.datastore_migration.runner import CalicoctlError, run_datastore_migration_info
 
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.fake_k8s import FakeDynamic, client
-
-
-def obj(kind, name, spec=None, namespace=None, labels=None):
-    meta = {"name": name, "uid": "u-" + name, "resourceVersion": "7"}
-    if namespace:
-        meta["namespace"] = namespace
-    if labels:
-        meta["labels"] = labels
-    return {"apiVersion": "projectcalico.org/v3", "kind": kind, "metadata": meta, "spec": spec or {}}
+from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.calico_objects import obj
 
 
 # -- runner ------------------------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """k8s/module.py, the module base: its failures are one line (never a traceback, a local credentials path or a response
 body), and every way out (result, failure, warning) goes through the redactor."""
 
-import base64
 import contextlib
 import json
 import sys
@@ -10,9 +9,10 @@ import pytest
 import urllib3
 from kubernetes.config import ConfigException
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import errors, module as base, redact
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import errors, module as base
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import Client
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import MARKER, Redactor
+from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.secrets import b64, secret
 
 
 class StubModule(object):
@@ -104,19 +104,6 @@ def test_a_stopped_api_server_at_client_build_names_the_subject(monkeypatch):
                      subject=lambda p: "daemonsets.apps kube-system/kube-proxy")
     assert result["msg"].startswith("merge patch: daemonsets.apps kube-system/kube-proxy: the API server at "
                                     "https://127.0.0.1:9 was not reached")
-
-
-def b64(text):
-    return base64.b64encode(text.encode()).decode()
-
-
-def secret(**extra):
-    out = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-           "metadata": {"name": "s", "namespace": "ns", "annotations": {
-               redact.LAST_APPLIED: json.dumps({"data": {"k": b64("hunter2-hunter2")}}), "keep": "me"}},
-           "data": {"k": b64("hunter2-hunter2"), "empty": ""}, "stringData": {"p": "plain-password-1"}}
-    out.update(extra)
-    return out
 
 
 @contextlib.contextmanager

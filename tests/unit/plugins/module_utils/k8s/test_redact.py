@@ -1,7 +1,6 @@
 """k8s/redact.py: Secret data, sensitive kinds and keys, and known secret values in any text, in every form (the
 module base's use of it: test_module.py)."""
 
-import base64
 import json
 
 import pytest
@@ -9,23 +8,11 @@ import pytest
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import redact
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import (
     MARKER, Redactor, forms, is_secret, module_secrets, redact_object, redact_secret_parts, redact_text)
+from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.secrets import b64, secret
 
 
 PEM = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\nqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ\n" \
       "-----END PRIVATE KEY-----\n"
-
-
-def b64(text):
-    return base64.b64encode(text.encode()).decode()
-
-
-def secret(**extra):
-    out = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-           "metadata": {"name": "s", "namespace": "ns", "annotations": {
-               redact.LAST_APPLIED: json.dumps({"data": {"k": b64("hunter2-hunter2")}}), "keep": "me"}},
-           "data": {"k": b64("hunter2-hunter2"), "empty": ""}, "stringData": {"p": "plain-password-1"}}
-    out.update(extra)
-    return out
 
 
 def test_a_secret_keeps_its_keys_and_loses_its_values():
