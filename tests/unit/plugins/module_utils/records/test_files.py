@@ -80,7 +80,7 @@ def test_find_records_in_configmaps_of_any_namespace_and_in_files(tmp_path):
          "path": str(tmp_path / "rec-cluster-uid-1.json"), "entries": 2, "pending": 0}]
     assert [q["labelSelector"] for m, p, q in dyn.log if p == "/api/v1/configmaps"] == [files.RECORD_LABEL]
     assert dyn.writes() == []
-    every_cluster, _ = files.find_records(client(dyn), "owner_references", [])
+    every_cluster = files.find_records(client(dyn), "owner_references", [])[0]
     assert sorted(f["where"] for f in every_cluster) == ["ConfigMap kube-system/rec", "ConfigMap ops/other-cluster"]
 
 
