@@ -321,11 +321,10 @@ class Ansible:
                         "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
                         "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
                         # the module sent on the local connection's stdin: no temporary directory, copy, chmod and
-                        # removal per task (measured: about 0.08 s of CPU less per task, ansible-core 2.19)
+                        # removal per task (its saving: benchmarks/results/design-measurements.md)
                         "ANSIBLE_PIPELINING": "1",
                         # ansible.posix.json on one line: json's C encoder instead of its pure-Python indenting one
-                        # (measured 2026-11-27, py-spy on an upgrade run: the indented dump of the results at the
-                        # end was a quarter of the whole run's CPU, module processes included)
+                        # (the indented dump's cost: benchmarks/results/design-measurements.md)
                         "ANSIBLE_JSON_INDENT": "0"})
         run_env.update(env or {})
         return cmd, run_env
