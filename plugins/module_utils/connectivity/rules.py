@@ -25,6 +25,8 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition
+
 try:
     from urllib.parse import urlencode
 except ImportError:  # pragma: no cover - Python 2
@@ -94,10 +96,10 @@ def problems(params, prefix=""):
 
 
 def _ready(node):
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return cond.get("status") == "True", cond.get("message") or cond.get("reason") or ""
-    return False, "no Ready condition"
+    cond = condition(node, "Ready")
+    if not cond:
+        return False, "no Ready condition"
+    return cond.get("status") == "True", cond.get("message") or cond.get("reason") or ""
 
 
 def internal_ip(node):

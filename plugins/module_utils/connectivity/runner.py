@@ -31,6 +31,7 @@ import time
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order, workers_problem
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.location import check_file
 
@@ -134,7 +135,7 @@ def _services(client, namespace):
 def _pod_state(pod):
     """None when Running and Ready with an address; else what the pod's status says, one line."""
     status = pod.get("status") or {}
-    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready = condition(pod, "Ready")
     if status.get("phase") == "Running" and ready.get("status") == "True" and status.get("podIP"):
         return None
     waiting = [(c.get("state") or {}).get("waiting") or {} for c in status.get("containerStatuses") or []]

@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import count
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.operator_migration.compare import MIGRATION_LABEL, parse_version
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.operator_migration.customisations import item_line
 
@@ -55,8 +56,8 @@ def leftovers(manifest_refs, live, cluster_scoped=False):
 def nodes_migrated(nodes, operator_ds):
     """How many nodes run the operator's calico-node (ready pods of calico-system's DaemonSet) out of all."""
     status = (operator_ds or {}).get("status") or {}
-    return {"total": len(nodes or []), "ready": int(status.get("numberReady") or 0),
-            "desired": int(status.get("desiredNumberScheduled") or 0),
+    return {"total": len(nodes or []), "ready": count(status.get("numberReady")),
+            "desired": count(status.get("desiredNumberScheduled")),
             "labelled": sorted(n["metadata"]["name"] for n in nodes or []
                                if MIGRATION_LABEL in ((n.get("metadata") or {}).get("labels") or {}))}
 

@@ -18,8 +18,7 @@ import time
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import discover
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order, streamed
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import find_records
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import DEFAULT_RECORD_DIR
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.files import DEFAULT_RECORD_DIR, find_records
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.owner_references.rules import (
     ATTACH_AHEAD, CHECKPOINT_COST_SHARE, JOB, PREFETCH_MIN, OwnerReferencesError, describe_object,
     missing_owners_message, owner_brief, same_owner)

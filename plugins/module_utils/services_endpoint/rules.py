@@ -20,7 +20,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import count
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition, count
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import is_ip_literal  # noqa: F401
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (  # noqa: F401  pylint: disable=unused-import
     AWS_DNS, AWS_PLATFORMS, DEFAULT_PORTS, KOPS_HOST_PREFIX, MKE_HOST, PLATFORM_TITLES, PLATFORMS, UNSUPPORTED_PLATFORMS)
@@ -322,7 +322,7 @@ def pod_ready(pod):
         return False
     if status.get("phase") != "Running":
         return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return condition(pod, "Ready").get("status") == "True"
 
 
 def pod_line(pod):
