@@ -292,8 +292,14 @@ rm -rf "$step_logs" && mkdir -p "$step_logs"
 failure_summary() {
   local name=$1 log=$step_logs/$1.log lines
   echo "---------- why $name failed (from $log)"
-  lines=$(grep -E '^(FAILED|ERROR) |^=+ .*(failed|error).* =+$|^-- molecule .*: FAILED|^failed scenarios:|^fatal: |^[a-z_ ]+: FAILED|^error: |Timeout|^E +[A-Za-z]*(Error|Exception|assert)' "$log" 2>/dev/null | cut -c1-400 | tail -60)
+  # (not Ansible's "FAILED - RETRYING" lines of a wait that went on to pass)
+  lines=$(grep -E '^(FAILED|ERROR) |^=+ .*(failed|error).* =+$|^-- molecule .*: FAILED|^failed scenarios:|^fatal: |^[a-z_ ]+: FAILED|^error: |Timeout|^E +[A-Za-z]*(Error|Exception|assert)|\[localcp\] up failed' "$log" 2>/dev/null | grep -v '^FAILED - RETRYING' | cut -c1-400 | tail -60)
   if [ -n "$lines" ]; then echo "$lines"; else tail -30 "$log" 2>/dev/null | cut -c1-400; fi
+  # a task's failure is printed on the lines after its "fatal:" (its msg, the command's stderr): the last few, whole
+  if grep -q '^fatal: ' "$log" 2>/dev/null; then
+    echo "---------- the last failed tasks of $name, with what they printed"
+    grep -A12 '^fatal: ' "$log" | cut -c1-400 | tail -40
+  fi
 }
 
 for group in "${steps[@]}"; do

@@ -28,7 +28,7 @@ import time
 import pytest
 import yaml
 
-from localcp import build, dataplane, traffic
+from localcp import build, dataplane, felix_race, traffic
 from localcp.audit import describe
 from localcp.cluster import ControlPlane
 from localcp.fixtures import Ansible, Cluster
@@ -306,6 +306,21 @@ def test_preflight_host_checks_run_inside_each_node(dp, tmp_path):
                                                          dp.nodes_with_network().items()}}),
                     "-e", "node_address={{ node_address_of[inventory_hostname] }}"])
     assert probe.rc == 0, probe.stdout[-3000:] + probe.stderr[-1000:]
+
+
+def test_the_harness_restart_for_felix_issue_11016_replaces_one_calico_node_and_traffic_flows_through_it(dp):
+    """The harness's answer to Felix's bug projectcalico/calico#11016 (localcp/felix_race.py; the switch tests use
+    it), on real components: the real logs of this install hold no loss (in the fresh installs seen here
+    Felix did not recreate vxlan.calico), and heal() - here for node-2, the server's node - replaces that node's calico-node pod alone,
+    waits for its new Felix to be ready, and pods on other nodes reach the server through it again."""
+    assert felix_race.lost_on_nodes(dp) == {}
+    before = {p["node"]: p["pod"] for p in dp.processes("calico-node") if p["pid"]}
+    felix_race.heal(dp, {"node-2": {"pid": 0, "at": time.time(), "gone": 0, "present": [0]}})
+    after = {p["node"]: p["pod"] for p in dp.processes("calico-node") if p["pid"]}
+    assert after["node-2"] != before["node-2"], (before, after)
+    assert {n: p for n, p in after.items() if n != "node-2"} == {n: p for n, p in before.items() if n != "node-2"}
+    assert _answer(dp, f"http://{_ip(dp, 'server')}:8080/hostname") == "server"
+    assert felix_race.lost_on_nodes(dp) == {}
 
 
 def test_a_node_left_without_calico_node_loses_its_programs_and_gets_them_back(dp):

@@ -99,6 +99,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# free_port() leaves a moment between choosing a port and the component binding it; with several control planes
+# starting side by side (Molecule's scenarios beside the reliability step) another process can bind it first
+PORT_ATTEMPTS = 3
+_PORT_TAKEN = ("address already in use", "bind: address", "eaddrinuse")
+
+
+def _port_taken(message: str) -> bool:
+    """Whether a component's start failed because the port it was given was taken (its last log lines say so)."""
+    return any(s in message.lower() for s in _PORT_TAKEN)
+
+
 def _die_with_parent():
     """preexec_fn: the child gets SIGTERM when the process that started it dies (PR_SET_PDEATHSIG)."""
     os.setsid()
@@ -284,6 +295,23 @@ class ControlPlane:
             raise StartError(f"shape: must be one of {', '.join(shapes.SHAPES)} (got {shape!r})")
         if with_dataplane and shape != "kubeadm":
             raise StartError("the data plane needs the kubeadm shape (its node network carries the nodes' links)")
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._start_once(node_specs, timeout, shape, with_dataplane, builds)
+            except StartError as exc:
+                if attempt == PORT_ATTEMPTS or not _port_taken(str(exc)):
+                    raise
+                # the run dir afresh: etcd keeps the peer address it was given in its data directory
+                said = [line.strip() for line in str(exc).splitlines() if _port_taken(line)]
+                log(f"a port was taken before its component bound it ({str(exc).splitlines()[0].split(';')[0]}: "
+                    f"{said[-1][-200:] if said else ''}); starting again on new ports "
+                    f"(attempt {attempt + 1} of {PORT_ATTEMPTS})")
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+                self.run_dir.mkdir(parents=True, exist_ok=True)
+                self.state = {}
+        raise AssertionError("unreachable")
+
+    def _start_once(self, node_specs, timeout: float, shape: str, with_dataplane: bool, builds: str) -> "ControlPlane":
         started = time.monotonic()
         try:
             self.bins = {k: str(v) for k, v in build.build_all(only=builds).items()}

@@ -1,0 +1,19 @@
+"""The control plane starts again on new ports only when a component's port was taken (localcp/cluster.py)."""
+
+from localcp import cluster
+
+
+def test_a_taken_port_is_recognised_in_each_components_words():
+    for said in ("kube-apiserver exited with code 1 while starting; last log lines:\nE1129 failed to listen on "
+                 "127.0.0.1:23456: listen tcp 127.0.0.1:23456: bind: address already in use",
+                 "etcd exited with code 1 while starting; last log lines:\n{\"level\":\"fatal\",\"msg\":\"listen tcp "
+                 "127.0.0.1:12345: bind: address already in use\"}",
+                 "mirror exited with code 1 while starting; last log lines:\nOSError: [Errno 98] Address already in use"):
+        assert cluster._port_taken(said), said
+
+
+def test_any_other_start_failure_is_not_retried():
+    for said in ("kube-apiserver did not become healthy within 120s (timed out); last log lines:\n...",
+                 "etcd exited with code 2 while starting; last log lines:\nmember has already been bootstrapped",
+                 "no free 127.N.0.0/16 service range: 253 control planes are running"):
+        assert not cluster._port_taken(said), said
