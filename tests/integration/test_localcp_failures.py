@@ -27,14 +27,29 @@ def _processes_mentioning(text: str) -> list:
     return found
 
 
-def test_a_port_that_will_not_bind_names_the_component_and_cleans_up(monkeypatch, tmp_path):
+def _taken_port(monkeypatch, every_attempt: bool):
+    """A port held open here, handed out as the first port of the start (the API server's) - of every attempt, or of
+    the first only - as another control plane's process would hold it; returns (the port, its socket, attempts)."""
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", 0))
     blocker.listen(1)
-    taken = blocker.getsockname()[1]
-    ports = iter([taken])
-    real_free_port = cluster_mod.free_port
-    monkeypatch.setattr(cluster_mod, "free_port", lambda: next(ports, None) or real_free_port())
+    taken, real_free_port, attempts, fresh = blocker.getsockname()[1], cluster_mod.free_port, [], []
+    real_start_once = ControlPlane._start_once
+
+    def start_once(self, *args, **kwargs):
+        attempts.append(1)
+        if every_attempt or len(attempts) == 1:
+            fresh.append(True)
+        return real_start_once(self, *args, **kwargs)
+    monkeypatch.setattr(ControlPlane, "_start_once", start_once)
+    monkeypatch.setattr(cluster_mod, "free_port", lambda: taken if fresh and fresh.pop() else real_free_port())
+    return taken, blocker, attempts
+
+
+def test_a_port_that_will_not_bind_names_the_component_and_cleans_up(monkeypatch, tmp_path):
+    """Taken through every attempt (cluster.PORT_ATTEMPTS): the start fails naming the component and its reason, and
+    leaves no process behind."""
+    taken, blocker, attempts = _taken_port(monkeypatch, every_attempt=True)
     run_dir = tmp_path / "run"
     cp = ControlPlane(run_dir)
     try:
@@ -44,8 +59,27 @@ def test_a_port_that_will_not_bind_names_the_component_and_cleans_up(monkeypatch
         blocker.close()
     msg = str(err.value)
     assert "kube-apiserver" in msg
-    assert "address already in use" in msg
+    assert "address already in use" in msg and str(taken) in msg
+    assert len(attempts) == cluster_mod.PORT_ATTEMPTS
     assert _processes_mentioning(str(run_dir)) == []
+
+
+def test_a_port_taken_before_its_component_binds_it_starts_the_control_plane_again_on_new_ports(monkeypatch, tmp_path,
+                                                                                                capfd):
+    """Taken for the first attempt only (free_port() leaves a moment between choosing a port and the component
+    binding it; several control planes start side by side in make test): kube-apiserver fails on it, and the start
+    is made again from a fresh run dir on new ports, saying so."""
+    taken, blocker, attempts = _taken_port(monkeypatch, every_attempt=False)
+    cp = ControlPlane(tmp_path / "run", die_with_parent=True)
+    try:
+        cp.start(node_specs=[], timeout=120)
+        err = capfd.readouterr().err
+        assert "a port was taken before its component bound it" in err and f"{taken}" in err, err[-3000:]
+        assert "kube-apiserver" in err and f"attempt 2 of {cluster_mod.PORT_ATTEMPTS}" in err
+        assert len(attempts) == 2 and str(taken) not in cp.server and cp.state["pids"]["etcd"]
+    finally:
+        cp.stop(remove_dir=True)
+        blocker.close()
 
 
 def test_a_component_that_is_not_healthy_in_time_is_named_and_stopped(tmp_path):
