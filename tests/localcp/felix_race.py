@@ -11,8 +11,9 @@ last word on ``vxlan.calico`` is then "gone" while the new device is up: it neve
 pod traffic between nodes through that node stops, until that Felix restarts. Its periodic resync does not help: the
 monitor's own state for ifIndex 47 never changed.
 
-Seen twice in about 25 switches of CI runs on 2026-11-29, once in the collection's enable_ebpf (whose connectivity check failed
-naming the pairs, as it should) and once in the documented order done by hand. The collection does not restart
+Seen three times in about 35 switches of test runs on 2026-11-29: twice in the collection's enable_ebpf (whose
+connectivity check failed naming the pairs, as it should; once on both nodes at the same moment) and once in the
+documented order done by hand. The collection does not restart
 calico-node on its own; the harness does what an operator would: it finds the node whose Felix log ends with the
 device gone while a newer copy is up (``lost_device``), deletes that node's calico-node pod (``heal``), and the test
 that met it says so. Every use prints what it found.
@@ -122,4 +123,3 @@ def _felix_ready(cluster, node: str) -> bool:
     """Felix's readiness endpoint on the node answers 200 (as localcp.switches.felix_ready)."""
     return cluster.in_node(node, sys.executable, "-m", "localcp.podserve", "get", "http://127.0.0.1:9099/readiness",
                            "--timeout", "3", timeout=30, check=False).returncode == 0
-
