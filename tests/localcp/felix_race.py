@@ -22,7 +22,6 @@ that met it says so. Every use prints what it found.
 import datetime
 import json
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -101,6 +100,7 @@ def heal(cluster, found: dict, timeout: float = 300) -> None:
     """What an operator does about it: delete the calico-node pod of each node named (its DaemonSet starts a new
     one, whose Felix reads the devices afresh), then wait until each node runs a new calico-node whose Felix
     reports ready."""
+    from . import switches  # (its readiness check; switches imports this module)
     pods = json.loads(cluster.kubectl("get", "pods", "-n", "calico-system", "-l", "k8s-app=calico-node",
                                       "-o", "json").stdout)["items"]
     old = {}
@@ -113,13 +113,7 @@ def heal(cluster, found: dict, timeout: float = 300) -> None:
 
     def renewed():
         now = {p["node"]: p for p in cluster.processes("calico-node") if p.get("pid")}
-        return all(node in now and now[node].get("pod") != old[node] and _felix_ready(cluster, node)
+        return all(node in now and now[node].get("pod") != old[node] and switches.felix_ready(cluster, node)
                    for node in old)
     cluster.wait_for(renewed, timeout=timeout, interval=3,
                      what=f"a new calico-node with Felix ready on {', '.join(sorted(old))}")
-
-
-def _felix_ready(cluster, node: str) -> bool:
-    """Felix's readiness endpoint on the node answers 200 (as localcp.switches.felix_ready)."""
-    return cluster.in_node(node, sys.executable, "-m", "localcp.podserve", "get", "http://127.0.0.1:9099/readiness",
-                           "--timeout", "3", timeout=30, check=False).returncode == 0
