@@ -102,7 +102,7 @@ def free_port() -> int:
 # free_port() leaves a moment between choosing a port and the component binding it; with several control planes
 # starting side by side (Molecule's scenarios beside the reliability step) another process can bind it first
 PORT_ATTEMPTS = 3
-_PORT_TAKEN = ("address already in use", "bind: address", "eaddrinuse")
+_PORT_TAKEN = ("address already in use", "eaddrinuse")
 
 
 def _port_taken(message: str) -> bool:
@@ -295,21 +295,22 @@ class ControlPlane:
             raise StartError(f"shape: must be one of {', '.join(shapes.SHAPES)} (got {shape!r})")
         if with_dataplane and shape != "kubeadm":
             raise StartError("the data plane needs the kubeadm shape (its node network carries the nodes' links)")
-        for attempt in range(1, PORT_ATTEMPTS + 1):
+        attempt = 1
+        while True:
             try:
                 return self._start_once(node_specs, timeout, shape, with_dataplane, builds)
             except StartError as exc:
                 if attempt == PORT_ATTEMPTS or not _port_taken(str(exc)):
                     raise
+                attempt += 1
                 # the run dir afresh: etcd keeps the peer address it was given in its data directory
                 said = [line.strip() for line in str(exc).splitlines() if _port_taken(line)]
                 log(f"a port was taken before its component bound it ({str(exc).splitlines()[0].split(';')[0]}: "
                     f"{said[-1][-200:] if said else ''}); starting again on new ports "
-                    f"(attempt {attempt + 1} of {PORT_ATTEMPTS})")
+                    f"(attempt {attempt} of {PORT_ATTEMPTS})")
                 shutil.rmtree(self.run_dir, ignore_errors=True)
                 self.run_dir.mkdir(parents=True, exist_ok=True)
                 self.state = {}
-        raise AssertionError("unreachable")
 
     def _start_once(self, node_specs, timeout: float, shape: str, with_dataplane: bool, builds: str) -> "ControlPlane":
         started = time.monotonic()

@@ -429,7 +429,8 @@ class Switches:
     def ensure_iptables(self, timeout: float = 600) -> None:
         """Back to the Iptables install with kube-proxy serving, when an earlier test left it elsewhere."""
         c = self.cluster
-        if settled(c, bpf=False, kube_proxy=True) and not self.probe_once():
+        if settled(c, bpf=False, kube_proxy=True):
+            self.wait_serving()
             return
         inst = _get(c, "installation.operator.tigera.io", "default") or {}
         if ((inst.get("spec") or {}).get("calicoNetwork") or {}).get("linuxDataplane") == "BPF":
@@ -445,7 +446,7 @@ class Switches:
     def ensure_ebpf(self, timeout: float = 600) -> None:
         """On eBPF with kube-proxy out of the way, the documented way (``hand_enable``), when not there already."""
         c = self.cluster
-        if not (settled(c, bpf=True, kube_proxy=False) and not self.probe_once()):
+        if not settled(c, bpf=True, kube_proxy=False):
             self.hand_enable()
             c.wait_for(lambda: settled_twice(c, bpf=True, kube_proxy=False), timeout=timeout, interval=3,
                        what="the eBPF data plane with kube-proxy out of the way again")
