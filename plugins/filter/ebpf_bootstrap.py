@@ -33,10 +33,16 @@ def ebpf_cluster_report(objects):
                                          objects.get("calico_node"), objects.get("kube_proxy"))
 
 
+def ebpf_enable_pending(installation, patch_spec, kube_proxy_running=False):
+    """Whether enable_ebpf has anything left to change (module_utils/ebpf_install/rules.enable_pending)."""
+    return ebpf_bootstrap.enable_pending(installation, patch_spec, kube_proxy_running)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "ebpf_cluster_report": ebpf_cluster_report,
             "ebpf_bootstrap_problems": ebpf_bootstrap_problems,
+            "ebpf_enable_pending": ebpf_enable_pending,
             "ebpf_bootstrap_overrides": ebpf_bootstrap_overrides,
         }

@@ -23,7 +23,9 @@ description:
   - O(stage=plan) selects the nodes and returns the workload's manifests. A selector that matches no Ready Linux
     node, or a namespace that exists and is not the check's, fails here, before anything is deployed.
   - O(stage=ready) says whether every pod of the workload is Running and Ready and every host pod answers and
-    reaches its node's client pod (C(waiting) says what is not).
+    reaches its node's client pod (C(waiting) says what is not, C(reason) sums it up in one line - image pull,
+    scheduling, not created, not ready, no answer). With O(wait_timeout) it asks again every O(poll_interval)
+    seconds until the workload is ready or the timeout has passed, inside the one module call.
   - O(stage=check) runs the checks and returns one row per check and node pair; O(expect=denied) passes a pod
     pair that does not answer (the role's NetworkPolicy applied), O(expect=restored) one that answers again.
   - O(stage=probe) opens new connections to four targets every O(probe_interval) seconds until O(stop_file) exists
@@ -133,6 +135,14 @@ options:
     description: In O(stage=probe), seconds after which the prober stops without its stop file.
     type: int
     default: 3600
+  wait_timeout:
+    description: In O(stage=ready), seconds to keep asking until the workload is ready (V(0) - ask once).
+    type: int
+    default: 0
+  poll_interval:
+    description: In O(stage=ready), seconds between two looks while O(wait_timeout) runs.
+    type: int
+    default: 5
 attributes:
   check_mode:
     support: full
@@ -151,6 +161,12 @@ EXAMPLES = r"""
     node_selector:
       node-role.kubernetes.io/worker: ""
   register: plan
+
+- name: Wait at most 90 s for the probe workload (deployed by the role) to be ready
+  calico_ops.lifecycle.connectivity_info:
+    stage: ready
+    wait_timeout: 90
+  register: ready
 
 - name: Check every pair
   calico_ops.lifecycle.connectivity_info:
@@ -191,6 +207,16 @@ waiting:
   returned: when stage is ready
   type: list
   elements: str
+reason:
+  description:
+    - One line - how many pods each problem keeps (image pull, scheduling, not created, not ready, no answer) and
+      the first of O(waiting); empty when ready.
+  returned: when stage is ready
+  type: str
+waited:
+  description: Seconds the module waited for the workload (O(wait_timeout)).
+  returned: when stage is ready
+  type: float
 rows:
   description: One row per check and pair, C(check), C(from), C(to), C(outcome) (ok, failed, unreached, skipped), C(detail).
   returned: when stage is check
@@ -250,6 +276,8 @@ def main():
         stop_file=dict(type="path"),
         probe_interval=dict(type="float", default=1.0),
         probe_max_seconds=dict(type="int", default=3600),
+        wait_timeout=dict(type="int", default=0),
+        poll_interval=dict(type="int", default=5),
         workers=dict(type="int", default=8),
         variable_prefix=dict(type="str", default=""),
     ), error_prefix="connectivity: ", errors=(ConnectivityError,),

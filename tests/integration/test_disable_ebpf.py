@@ -13,6 +13,7 @@ worker of its own).
 
 import calendar
 import json
+import re
 import time
 
 import pytest
@@ -254,6 +255,72 @@ def test_rollback_on_the_operator_path_takes_kube_proxy_back_from_the_operator(c
     assert cluster.audit.writes_since(mark) == []
 
 
+PROBE_NS = "calico-ops-connectivity"
+# measurement and the check on, as a user runs the jobs; the probe workload's own short wait (the nodes here are
+# kwok's: its pods run but carry no packet, so the API server's proxy gets no answer from them)
+MEASURED = {"ebpf_rollback_measure_disruption": True, "ebpf_rollback_verify_connectivity": True,
+            "ebpf_install_enable_measure_disruption": True, "ebpf_install_enable_verify_connectivity": True,
+            "connectivity_probe_ready_timeout": 10, "connectivity_max_nodes": 2}
+
+
+def _outside_the_probe(writes):
+    """The writes that are not the probe workload's (its namespace, and what is in it)."""
+    return [(w["verb"], w["objectRef"]["resource"], w["objectRef"].get("name")) for w in writes
+            if w["objectRef"].get("namespace") != PROBE_NS and w["objectRef"].get("name") != PROBE_NS]
+
+
+def test_the_way_back_never_waits_on_a_probe_workload_that_cannot_run(calico_clean, op_ansible, tmp_path):
+    """Issue 51 on a cluster whose pods carry no packet (what a broken data plane looks like from the API server):
+    disable_ebpf with its measurement and check on rolls back within the probe's short timeout, saying
+    "disruption not measured" and "connectivity not checked" with the reason; enable_ebpf there is refused before
+    any write of its own, naming the pods' reason and the variable that turns measurement off; a re-run of either
+    job where it has nothing to change deploys no probe workload (no write at all); no probe namespace is left."""
+    cluster = calico_clean
+    _install(cluster, op_ansible, tmp_path)
+    enable = dict(_vars(cluster, tmp_path), **MEASURED)
+
+    mark = cluster.audit.mark()
+    res = op_ansible.playbook("playbooks/enable_ebpf.yml", enable)
+    assert res.rc == 0 and res.changed() == 0, res.stdout[-3000:]
+    assert cluster.audit.writes_since(mark) == [], "enable_ebpf at its end state deployed or wrote something"
+
+    mark = cluster.audit.mark()
+    started = time.monotonic()
+    res = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(**MEASURED), callback="default")
+    assert res.rc == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    assert re.search(r"disable_ebpf: disruption not measured: no answer: \d+ \(first: host pod ", res.stdout), \
+        res.stdout[-4000:]
+    assert re.search(r"disable_ebpf: connectivity not checked: no answer: \d+", res.stdout), res.stdout[-4000:]
+    assert _get(cluster, "installation", "default")["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables"
+    assert "non-calico" not in (_get(cluster, "daemonset", "kube-proxy", "-n", "kube-system")["spec"]["template"][
+        "spec"].get("nodeSelector") or {})
+    writes = cluster.audit.writes_since(mark)
+    assert _outside_the_probe(writes) == [
+        ("patch", "felixconfigurations", "default"), ("patch", "daemonsets", "kube-proxy"),
+        ("patch", "installations", "default"), ("patch", "felixconfigurations", "default")], writes
+    assert [w for w in writes if w["objectRef"].get("name") == PROBE_NS and w["verb"] == "delete"], \
+        "the probe workload was not removed"
+    assert _maybe(cluster, "namespace", PROBE_NS) is None
+    print("disable_ebpf on a network that does not answer: %.0f s" % (time.monotonic() - started))
+
+    mark = cluster.audit.mark()
+    again = op_ansible.playbook("playbooks/disable_ebpf.yml", _rollback_vars(**MEASURED))
+    assert again.rc == 0 and again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
+    assert cluster.audit.writes_since(mark) == [], "disable_ebpf at its end state deployed or wrote something"
+
+    mark = cluster.audit.mark()
+    res = op_ansible.playbook("playbooks/enable_ebpf.yml", enable, callback="default")
+    assert res.rc != 0, res.stdout[-3000:]
+    refused = [line for line in res.stdout.splitlines() if "enable_ebpf refused before any write" in line]
+    assert refused, res.stdout[-4000:]
+    assert re.search(r"was not ready within 10 s \(connectivity_probe_ready_timeout\) - no answer: \d+", res.stdout)
+    assert "ebpf_install_enable_measure_disruption=false" in res.stdout, res.stdout[-4000:]
+    assert _outside_the_probe(cluster.audit.writes_since(mark)) == []
+    assert _maybe(cluster, "namespace", PROBE_NS) is None
+    assert _get(cluster, "installation", "default")["spec"]["calicoNetwork"]["linuxDataplane"] == "Iptables"
+    assert "Traceback" not in res.stdout + res.stderr
+
+
 def _archive(path):
     """{member below the archive's top directory: text} of a diagnostics archive."""
     import tarfile
@@ -270,7 +337,6 @@ def test_a_rollback_that_fails_after_its_writes_leaves_a_diagnostics_archive(cal
     Calico's support asks for, and where it is in the last line. A credential in a Secret and in a pod's environment
     is not in it; the real operator's log is, through the API server's pods/log (kwok serves the pod runner's logs)."""
     import os
-    import re
     import stat
     cluster = calico_clean
     _install(cluster, op_ansible, tmp_path)

@@ -83,7 +83,7 @@ def problems(params, prefix=""):
         out.append("%s is %r: give 0 (the API server picks one) or a port in %d-%d" % (
             name("node_port"), node_port, NODE_PORT_RANGE[0], NODE_PORT_RANGE[1]))
     for option, low in (("policy_timeout", 1), ("attempts", 1), ("probe_interval", 0.1), ("probe_max_seconds", 1),
-                        ("max_nodes", 0)):
+                        ("max_nodes", 0), ("wait_timeout", 0), ("poll_interval", 1)):
         value = p.get(option)
         if value is not None and (isinstance(value, bool) or value < low):
             out.append("%s is %r: give a number of at least %s" % (name(option), value, low))
@@ -417,3 +417,23 @@ def disruption_lines(summary):
         lines.append("%-17s %9d  %6d  %10d  %15.2f  %9s" % (name, s["attempted"], s["failed"], s["unmeasured"],
                                                             s["longest_gap_s"], "yes" if s["recovered"] else "NO"))
     return lines
+
+
+IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
+# what keeps the probe workload from being ready, in the order a user acts on it
+READINESS_KINDS = ("image pull", "scheduling", "not created", "not ready", "no answer")
+
+
+def pod_problem(waiting_reasons, unschedulable):
+    """What keeps a pod of the workload: ``image pull``, ``scheduling`` or ``not ready``."""
+    if any(r in IMAGE_PULL_REASONS for r in waiting_reasons):
+        return "image pull"
+    return "scheduling" if unschedulable else "not ready"
+
+
+def readiness_reason(kinds, waiting):
+    """One line: how many pods each problem keeps (``kinds``, one per ``waiting`` line), then the first line."""
+    if not waiting:
+        return ""
+    counts = ", ".join("%s: %d" % (k, kinds.count(k)) for k in READINESS_KINDS if k in kinds)
+    return "%s (first: %s)" % (counts, waiting[0])

@@ -9,7 +9,7 @@ apply and kubernetes.core's delete):
 * ``plan``: one LIST of nodes, kube-proxy's pods and the Services the checks need; the manifests of the workload;
   a node selector that matches nothing fails here, before anything is deployed;
 * ``ready``: is every pod of the workload Running, Ready, with an address, and does every host pod answer through
-  the API server and reach its node's client pod? (the role repeats it until it is, or its timeout);
+  the API server and reach its node's client pod? (asked again inside the call until it is, or ``wait_timeout``);
 * ``check``: every dial of the checks asked for, ``workers`` at a time, each pair tried up to ``attempts`` times;
   ``expect: denied`` (a NetworkPolicy applied) passes a pair that does not answer, and keeps trying the pairs that
   still answer until ``timeout`` (Felix programs a policy within seconds);
@@ -133,16 +133,22 @@ def _services(client, namespace):
 
 
 def _pod_state(pod):
-    """None when Running and Ready with an address; else what the pod's status says, one line."""
+    """None when Running and Ready with an address; else ``(kind, line)``: what keeps it (``rules.pod_problem``) and
+    what the pod's status says, one line."""
     status = pod.get("status") or {}
     ready = condition(pod, "Ready")
     if status.get("phase") == "Running" and ready.get("status") == "True" and status.get("podIP"):
         return None
     waiting = [(c.get("state") or {}).get("waiting") or {} for c in status.get("containerStatuses") or []]
+    scheduled = condition(pod, "PodScheduled")
     why = "; ".join("%s: %s" % (w.get("reason"), (w.get("message") or "")[:120]) for w in waiting if w)
-    return "phase %s, Ready %s%s%s" % (status.get("phase"), ready.get("status", "unknown"),
-                                       (" (%s)" % ready.get("message")) if ready.get("message") else "",
-                                       ("; " + why) if why else "")
+    if scheduled.get("status") == "False":
+        why = "; ".join(x for x in ("not scheduled: %s" % (scheduled.get("message") or scheduled.get("reason")), why)
+                        if x)
+    kind = rules.pod_problem([w.get("reason") for w in waiting if w], scheduled.get("status") == "False")
+    return kind, "phase %s, Ready %s%s%s" % (status.get("phase"), ready.get("status", "unknown"),
+                                             (" (%s)" % ready.get("message")) if ready.get("message") else "",
+                                             ("; " + why) if why else "")
 
 
 def _proxy(client, namespace, pod, port, query, path="dial"):
@@ -158,23 +164,25 @@ def _workload(client, namespace):
 
 
 def ready(client, p, layout, workers):
-    """``{"ready", "waiting": [lines], "ips", "services"}``: every pod Running and Ready, every host pod answering
-    through the API server and reaching its node's client pod."""
+    """``{"ready", "waiting": [lines], "kinds": [what keeps each], "ips", "services"}``: every pod Running and Ready,
+    every host pod answering through the API server and reaching its node's client pod."""
     found = _workload(client, p["namespace"])
-    waiting, ips = [], {}
+    waiting, kinds, ips = [], [], {}
     for x in layout:
         for name in (x["server"], x["client"], x["host"]):
             pod = found.get(name)
-            state = "not created" if pod is None else _pod_state(pod)
+            state = ("not created", "not created") if pod is None else _pod_state(pod)
             if state:
-                waiting.append("pod %s/%s on %s: %s" % (p["namespace"], name, x["node"], state))
+                kinds.append(state[0])
+                waiting.append("pod %s/%s on %s: %s" % (p["namespace"], name, x["node"], state[1]))
             else:
                 ips[name] = pod["status"]["podIP"]
     services = _services(client, p["namespace"])
     if not services.get("cluster_ip") or not services.get("node_port"):
+        kinds.append("not created")
         waiting.append("Services server and server-nodeport in %s: %s" % (p["namespace"], services))
     if waiting:
-        return {"ready": False, "waiting": waiting, "ips": ips, "services": services}
+        return {"ready": False, "waiting": waiting, "kinds": kinds, "ips": ips, "services": services}
 
     def hop(x):
         job = {"via": x["host"], "from": x["node"], "nested": True, "expect": x["client"]}
@@ -189,8 +197,22 @@ def ready(client, p, layout, workers):
         if exc is not None:
             raise exc
         if answer[0] != "ok":
+            kinds.append("no answer")
             waiting.append("host pod %s on %s to client pod %s: %s" % (x["host"], x["node"], x["client"], answer[1]))
-    return {"ready": not waiting, "waiting": waiting, "ips": ips, "services": services}
+    return {"ready": not waiting, "waiting": waiting, "kinds": kinds, "ips": ips, "services": services}
+
+
+def wait_ready(client, p, layout, sleep=time.sleep, clock=time.monotonic):
+    """``ready()``, asked again every ``poll_interval`` seconds until the workload is ready or ``wait_timeout``
+    seconds have passed (0: asked once); with ``waited``, the seconds it took, and ``reason``, one line."""
+    started = clock()
+    while True:
+        state = ready(client, p, layout, p["workers"])
+        waited = clock() - started
+        if state["ready"] or waited + p["poll_interval"] > p["wait_timeout"]:
+            state.update(waited=round(waited, 1), reason=rules.readiness_reason(state["kinds"], state["waiting"]))
+            return state
+        sleep(p["poll_interval"])
 
 
 def _timed_out(text):
@@ -331,11 +353,12 @@ def run_stage(client, p, prefix=""):
                    lines=["%d nodes to check: %s" % (len(layout), ", ".join(planned["nodes"]))]
                    + ["not checked: %s" % s for s in planned["skipped_nodes"]])
     else:
-        state = ready(client, p, layout, p["workers"])
+        state = wait_ready(client, p, layout) if stage == "ready" else ready(client, p, layout, p["workers"])
         if stage == "ready":
-            out.update(ready=state["ready"], waiting=state["waiting"],
-                       lines=["the probe workload is ready on %d nodes" % len(layout)] if state["ready"]
-                       else state["waiting"])
+            out.update(ready=state["ready"], waiting=state["waiting"], reason=state["reason"], waited=state["waited"],
+                       lines=["the probe workload is ready on %d nodes (after %ss)" % (len(layout), state["waited"])]
+                       if state["ready"] else ["not ready after %ss: %s" % (state["waited"], state["reason"])]
+                       + state["waiting"])
         elif not state["ready"]:
             raise ConnectivityError("the probe workload in %s is not ready: %s" % (
                 p["namespace"], "; ".join(state["waiting"][:5])))

@@ -21,6 +21,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.merge_patch import apply_merge_patch
+
 MODES = ("configmap", "operator")
 CONFIGMAP = "kubernetes-services-endpoint"
 DISABLE_KUBE_PROXY_KEY = "operator.tigera.io/disable-kube-proxy"
@@ -207,3 +209,11 @@ def cluster_report(installation=None, felix=None, calico_node=None, kube_proxy=N
     else:
         lines.append("kube-proxy DaemonSet: none in kube-system")
     return lines
+
+
+def enable_pending(installation, patch_spec, kube_proxy_running=False):
+    """Whether enable_ebpf has anything left to change: Installation ``default``'s spec is not yet what the job's
+    merge patch makes it, or kube-proxy still runs where the job is to disable it (``kube_proxy_running``). A
+    re-run at the end state deploys no probe workload (it would measure a change that is not made)."""
+    spec = (installation or {}).get("spec") or {}
+    return apply_merge_patch(spec, patch_spec or {}) != spec or bool(kube_proxy_running)

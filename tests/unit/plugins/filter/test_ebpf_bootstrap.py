@@ -17,7 +17,8 @@ def inst(**net):
 
 
 def test_the_filters_are_the_documented_ones():
-    assert sorted(F) == ["ebpf_bootstrap_overrides", "ebpf_bootstrap_problems", "ebpf_cluster_report"]
+    assert sorted(F) == ["ebpf_bootstrap_overrides", "ebpf_bootstrap_problems", "ebpf_cluster_report",
+                         "ebpf_enable_pending"]
     assert all((FILTERS / (name + ".yml")).is_file() for name in F)
 
 
@@ -55,3 +56,10 @@ def test_overrides_and_cluster_report_are_the_rules():
     installation = {"spec": {"calicoNetwork": {"linuxDataplane": "BPF"}}, "status": {"variant": "Calico"}}
     assert F["ebpf_cluster_report"]({"installation": installation}) == rules.cluster_report(installation)
     assert F["ebpf_cluster_report"](None) == rules.cluster_report()
+
+
+def test_ebpf_enable_pending_is_the_rule_with_kube_proxy_left_out_as_not_running():
+    patch = {"calicoNetwork": {"linuxDataplane": "BPF"}}
+    assert F["ebpf_enable_pending"](inst(), patch) is False
+    assert F["ebpf_enable_pending"](inst(), patch, True) is True
+    assert F["ebpf_enable_pending"](inst(linuxDataplane="Iptables"), patch) is True

@@ -131,3 +131,15 @@ def test_the_prober_figures_count_failures_gaps_and_unmeasured_attempts_apart():
     assert sorted((t["target"], t["to"]) for t in targets) == [
         ("host_to_nodeport", "n2"), ("pod_to_nodeport", "n2"), ("pod_to_pod", "n2"),
         ("pod_to_service", "ClusterIP 10.96.0.50")]
+
+
+def test_pod_problem_and_readiness_reason_name_what_keeps_the_workload():
+    assert rules.pod_problem(["ImagePullBackOff"], unschedulable=False) == "image pull"
+    assert rules.pod_problem(["ErrImagePull", "ContainerCreating"], unschedulable=True) == "image pull"
+    assert rules.pod_problem([], unschedulable=True) == "scheduling"
+    assert rules.pod_problem(["ContainerCreating"], unschedulable=False) == "not ready"
+    assert rules.readiness_reason([], []) == ""
+    kinds = ["no answer", "image pull", "no answer"]
+    waiting = ["host pod a on n1 to client pod b: timed out", "pod x", "host pod c"]
+    assert rules.readiness_reason(kinds, waiting) == (
+        "image pull: 1, no answer: 2 (first: host pod a on n1 to client pod b: timed out)")

@@ -4,7 +4,8 @@
 import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity import rules
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity.runner import ConnectivityError, run_stage, validate
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity.runner import (
+    ConnectivityError, run_stage, validate, wait_ready)
 
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.fake_k8s import client, standard_api
 
@@ -22,7 +23,8 @@ def params(**kw):
          "checks": list(rules.CHECKS), "expect": "allowed", "attempts": 2, "policy_timeout": 60,
          "dns_service": "kube-system/kube-dns", "cluster_domain": "cluster.local",
          "kube_proxy_namespace": "kube-system", "kube_proxy_selector": "k8s-app=kube-proxy", "probe_file": None,
-         "stop_file": None, "probe_interval": 1.0, "probe_max_seconds": 60, "workers": 4, "variable_prefix": ""}
+         "stop_file": None, "probe_interval": 1.0, "probe_max_seconds": 60, "workers": 4, "variable_prefix": "",
+         "wait_timeout": 0, "poll_interval": 5}
     p.update(kw)
     return p
 
@@ -92,3 +94,62 @@ def test_the_ready_stage_says_what_it_waits_for_and_reads_no_cluster_facts():
     # nodes, the namespace, the workload's pods and its three Services - not Installation, FelixConfiguration,
     # kube-dns nor kube-proxy's pods
     assert out["api_requests"]["read"] == plan_reads - 4 + 1 + 3, (plan_reads, out["api_requests"])
+
+
+def _workload_pods(dyn, waiting_reason=None, unschedulable=False):
+    """The probe workload's pods on n1 and n2 as the plan lays them out, each waiting for ``waiting_reason`` (or
+    not scheduled)."""
+    planned = run_stage(client(dyn), params(stage="plan"))
+    for doc in planned["manifests"]:
+        if doc["kind"] != "Pod":
+            continue
+        status = {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}]}
+        if waiting_reason:
+            status["containerStatuses"] = [{"name": "agnhost", "state": {"waiting": {
+                "reason": waiting_reason, "message": "Back-off pulling image %s" % rules.DEFAULT_IMAGE}}}]
+        if unschedulable:
+            status["conditions"].append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                         "message": "0/2 nodes are available: 2 node(s) had untolerated taint"})
+        dyn.put("v1", "pods", dict(doc, status=status))
+    return planned
+
+
+def test_the_ready_stage_says_why_in_one_line_image_pull_or_scheduling():
+    dyn = _cluster()
+    _workload_pods(dyn, waiting_reason="ImagePullBackOff")
+    out = run_stage(client(dyn), params(stage="ready"))
+    assert out["ready"] is False and out["waited"] == 0
+    assert out["reason"].startswith("image pull: 6, not created: 1 (first: pod calico-ops-connectivity/"), out["reason"]
+    assert "ImagePullBackOff: Back-off pulling image" in out["reason"]
+    assert out["lines"][0] == "not ready after 0.0s: " + out["reason"], out["lines"][0]
+    dyn = _cluster()
+    _workload_pods(dyn, unschedulable=True)
+    out = run_stage(client(dyn), params(stage="ready"))
+    assert out["reason"].startswith("scheduling: 6"), out["reason"]
+    assert "not scheduled: 0/2 nodes are available" in out["waiting"][0]
+
+
+def test_wait_ready_asks_again_until_its_timeout_inside_one_call():
+    """Without a sleep of its own: a fake clock that moves by each sleep; asked at 0, 5, 10 s with a 12 s timeout
+    (a fourth look at 15 s would pass the timeout), the answer quotes what was still missing."""
+    dyn = _cluster()
+    planned = _workload_pods(dyn, waiting_reason="ErrImagePull")
+    now, slept = [0.0], []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+
+    state = wait_ready(client(dyn), params(stage="ready", wait_timeout=12, poll_interval=5), planned_layout(dyn),
+                       sleep=sleep, clock=lambda: now[0])
+    assert planned["nodes"] == ["n1", "n2"]
+    assert slept == [5, 5] and state["waited"] == 10 and state["ready"] is False
+    assert state["reason"].startswith("image pull: 6")
+    state = wait_ready(client(dyn), params(stage="ready", wait_timeout=0), planned_layout(dyn),
+                       sleep=sleep, clock=lambda: now[0])
+    assert slept == [5, 5], "wait_timeout 0 looks once"
+
+
+def planned_layout(_dyn):
+    """The layout of ``_cluster``'s two nodes (as the plan stage makes it)."""
+    return rules.layout([node("n1", ip="10.0.0.1"), node("n2", ip="10.0.0.2", labels={"pool": "b"})])

@@ -103,3 +103,16 @@ def test_cluster_report_says_what_the_operator_rendered():
     assert lines[3] == "kube-proxy DaemonSet: 0 pods scheduled, 0 ready (nodeSelector non-calico=true)"
     assert eb.cluster_report() == ["Installation default: not found", "FelixConfiguration default: not created (yet)",
                                    "calico-node: not rendered (yet)", "kube-proxy DaemonSet: none in kube-system"]
+
+
+def test_enable_pending_compares_the_spec_the_merge_patch_makes_and_kube_proxy():
+    """Nothing left to change only when the merge patch would leave the spec as it is (a null removes a field: a
+    spec that still has it is pending) and kube-proxy no longer runs where the job disables it."""
+    done = {"spec": {"calicoNetwork": {"linuxDataplane": "BPF", "ipPools": [{"cidr": "192.168.0.0/16"}]}}}
+    assert eb.enable_pending(done, {"calicoNetwork": {"linuxDataplane": "BPF"}}) is False
+    assert eb.enable_pending(done, {"calicoNetwork": {"linuxDataplane": "BPF"}}, kube_proxy_running=True) is True
+    iptables = {"spec": {"calicoNetwork": {"linuxDataplane": "Iptables"}}}
+    assert eb.enable_pending(iptables, {"calicoNetwork": {"linuxDataplane": "BPF"}}) is True
+    with_ports = {"spec": {"calicoNetwork": {"linuxDataplane": "BPF", "hostPorts": "Enabled"}}}
+    assert eb.enable_pending(with_ports, {"calicoNetwork": {"linuxDataplane": "BPF", "hostPorts": None}}) is True
+    assert eb.enable_pending(None, {"calicoNetwork": {"linuxDataplane": "BPF"}}) is True
