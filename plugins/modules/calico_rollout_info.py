@@ -10,13 +10,17 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: calico_rollout_info
-short_description: Tell whether Calico's DaemonSet and Deployments have rolled out (read-only, one poll)
+short_description: Tell whether Calico's DaemonSet and Deployments have rolled out, or wait until they have
 version_added: "0.1.0"
 description:
   - Reads a DaemonSet (for example C(calico-node)), its pods and some Deployments (for example
-    C(calico-kube-controllers), C(calico-typha)) once and says whether they have rolled out. Use it with
-    C(until)/C(retries)/C(delay) to wait; on a timeout RV(message) quotes the DaemonSet's and Deployments'
-    own status and conditions and the pods that are not ready.
+    C(calico-kube-controllers), C(calico-typha)) and says whether they have rolled out.
+  - With O(wait=true) it reads again every O(poll_interval) seconds until they have, inside the task (no C(until)
+    loop, no retry lines), and fails after O(wait_timeout) seconds quoting the DaemonSet's and Deployments' own
+    status and conditions and the pods that are not ready. Its action plugin prints a progress line (the status
+    lines) every 30 seconds of a long wait.
+  - With O(hold) it watches instead that everything stays rolled out for that many seconds (for example while
+    each Felix restarts), reading every O(poll_interval) seconds, and fails at the first read where it is not.
   - A DaemonSet has rolled out when its controller saw the latest spec (observed generation), every scheduled
     pod is updated and available, and every pod of the current template is Running with all its containers
     ready. With O(datastore=etcd) a pod with one container not ready (calico-node READY C(1/2)) is accepted, as
@@ -38,6 +42,10 @@ options:
     type: list
     elements: str
     default: []
+  hold:
+    description: Seconds everything must stay rolled out (V(0) - no hold); O(wait) is not used with it.
+    type: int
+    default: 0
   datastore:
     description: The datastore, which sets the pod readiness rule (V(etcd) accepts READY 1/2).
     type: str
@@ -47,6 +55,7 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
   - calico_ops.lifecycle.attributes.read_only
+  - calico_ops.lifecycle.wait
 """
 
 EXAMPLES = r"""
@@ -55,11 +64,10 @@ EXAMPLES = r"""
     namespace: kube-system
     daemonset: calico-node
     deployments: [calico-kube-controllers]
-  register: rollout
-  until: rollout.ready
-  retries: 60
-  delay: 10
-  failed_when: not rollout.ready  # on a timeout, fails with msg: the workloads' own status
+    wait: true
+    wait_timeout: 600
+    poll_interval: 10
+  register: rollout  # on a timeout the task fails with msg: the workloads' own status
 """
 
 RETURN = r"""
@@ -83,20 +91,49 @@ message:
   returned: always
   type: str
 msg:
-  description: RV(message), prefixed with C(not rolled out:) when not ready; shown when a wait gives up.
+  description: RV(message), prefixed with C(not rolled out:) (C(not rolled out after N s:) when a wait gave up).
   returned: always
   type: str
+waited:
+  description: Seconds the task waited (O(wait=true)).
+  returned: always
+  type: float
+polls:
+  description: How many times the workloads were read.
+  returned: always
+  type: int
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.rollout import read
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 
 
 def _rollout(m):
     p = m.params
-    result = read(m.client(), p["namespace"], p["daemonset"], p["deployments"], p["datastore"])
-    result["msg"] = result["message"] if result["ready"] else "not rolled out: " + result["message"]
+    bad = wait_problems(p["wait_timeout"], p["poll_interval"]) + (
+        ["hold is %r: give whole seconds, at least 0" % p["hold"]] if p["hold"] < 0 else [])
+    if bad:
+        m.fail("; ".join(bad))
+    client = m.client()
+
+    def once():
+        return read(client, p["namespace"], p["daemonset"], p["deployments"], p["datastore"])
+    if p["hold"]:  # stays rolled out: read until it is not, or the hold is over
+        result, waited, polls = poll(once, lambda r: not r["ready"], p["hold"], p["poll_interval"])
+    else:
+        result, waited, polls = poll(once, lambda r: r["ready"], p["wait_timeout"] if p["wait"] else 0,
+                                     p["poll_interval"])
+    result.update(waited=waited, polls=polls)
+    if result["ready"]:
+        result["msg"] = result["message"]
+    elif p["hold"] or p["wait"]:
+        m.fail("not rolled out %s %ss: %s" % ("any more" if p["hold"] else "after", waited, result["message"]),
+               **result)
+    else:
+        result["msg"] = "not rolled out: " + result["message"]
     return result
 
 
@@ -106,6 +143,10 @@ def main():
         daemonset=dict(type="str"),
         deployments=dict(type="list", elements="str", default=[]),
         datastore=dict(type="str", choices=["kubernetes", "etcd"], default="kubernetes"),
+        wait=dict(type="bool", default=False),
+        hold=dict(type="int", default=0),
+        wait_timeout=dict(type="int", default=600),
+        poll_interval=dict(type="int", default=10),
     ), subject=lambda p: describe_object("apps/v1", "daemonsets" if p["daemonset"] else "deployments", p["namespace"],
                                          p["daemonset"] or ",".join(p["deployments"]) or None)).run(_rollout)
 

@@ -33,6 +33,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order, workers_problem
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.location import check_file
 
 
@@ -205,14 +206,10 @@ def ready(client, p, layout, workers):
 def wait_ready(client, p, layout, sleep=time.sleep, clock=time.monotonic):
     """``ready()``, asked again every ``poll_interval`` seconds until the workload is ready or ``wait_timeout``
     seconds have passed (0: asked once); with ``waited``, the seconds it took, and ``reason``, one line."""
-    started = clock()
-    while True:
-        state = ready(client, p, layout, p["workers"])
-        waited = clock() - started
-        if state["ready"] or waited + p["poll_interval"] > p["wait_timeout"]:
-            state.update(waited=round(waited, 1), reason=rules.readiness_reason(state["kinds"], state["waiting"]))
-            return state
-        sleep(p["poll_interval"])
+    state, waited, _polls = poll(lambda: ready(client, p, layout, p["workers"]), lambda s: s["ready"],
+                                 p["wait_timeout"], p["poll_interval"], sleep=sleep, clock=clock)
+    state.update(waited=waited, reason=rules.readiness_reason(state["kinds"], state["waiting"]))
+    return state
 
 
 def _timed_out(text):
