@@ -54,8 +54,8 @@ class ActionModule(ActionBase):
             if (last.get("ready") != bool(hold)) or "lines" not in last or (hold and waited >= timeout):
                 last.update(waited=waited, polls=polls)
                 return last
-            display.display("rollout %s[%ss/%ss] %s" % ("held " if hold else "", waited, timeout,
-                                                         "; ".join(last.get("lines") or [])))
+            status = "; ".join(last.get("lines") or [])
+            display.display("rollout %s[%ss/%ss] %s" % ("held " if hold else "", waited, timeout, status))
             if not hold and waited + interval > timeout:
                 last.update(failed=True, changed=False, waited=waited, polls=polls,
                             msg="not rolled out after %ss: %s" % (waited, last.get("message")))

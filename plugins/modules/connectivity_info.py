@@ -23,7 +23,7 @@ description:
   - O(stage=plan) selects the nodes and returns the workload's manifests. A selector that matches no Ready Linux
     node, or a namespace that exists and is not the check's, fails here, before anything is deployed.
   - O(stage=ready) says whether every pod of the workload is Running and Ready and every host pod answers and
-    reaches its node's client pod (C(waiting) says what is not, C(reason) sums it up in one line - image pull,
+    reaches its node's client pod (RV(waiting) says what is not, RV(reason) sums it up in one line - image pull,
     scheduling, not created, not ready, no answer). With O(wait_timeout) it asks again every O(poll_interval)
     seconds until the workload is ready or the timeout has passed, inside the one module call.
   - O(stage=check) runs the checks and returns one row per check and node pair; O(expect=denied) passes a pod
@@ -210,7 +210,7 @@ waiting:
 reason:
   description:
     - One line - how many pods each problem keeps (image pull, scheduling, not created, not ready, no answer) and
-      the first of O(waiting); empty when ready.
+      the first of RV(waiting); empty when ready.
   returned: when stage is ready
   type: str
 waited:
