@@ -58,7 +58,7 @@ class ActionModule(ActionBase):
             display.display("rollout %s[%ss/%ss] %s" % ("held " if hold else "", waited, timeout, status))
             if not hold and waited + interval > timeout:
                 last.update(failed=True, changed=False, waited=waited, polls=polls,
-                            msg="not rolled out after %ss: %s" % (waited, last.get("message")))
+                            msg="not rolled out: %s (waited %ss)" % (last.get("message"), waited))
                 return last
             if not hold:
                 time.sleep(interval)

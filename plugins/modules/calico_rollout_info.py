@@ -91,7 +91,7 @@ message:
   returned: always
   type: str
 msg:
-  description: RV(message), prefixed with C(not rolled out:) (C(not rolled out after N s:) when a wait gave up).
+  description: RV(message), prefixed with C(not rolled out:) when not ready (a wait that gave up adds how long it waited).
   returned: always
   type: str
 waited:
@@ -130,8 +130,8 @@ def _rollout(m):
     if result["ready"]:
         result["msg"] = result["message"]
     elif p["hold"] or p["wait"]:
-        m.fail("not rolled out %s %ss: %s" % ("any more" if p["hold"] else "after", waited, result["message"]),
-               **result)
+        m.fail("not rolled out: %s (%s)" % (result["message"], ("%ss into a hold of %ss" % (waited, p["hold"]))
+                                            if p["hold"] else "waited %ss" % waited), **result)
     else:
         result["msg"] = "not rolled out: " + result["message"]
     return result

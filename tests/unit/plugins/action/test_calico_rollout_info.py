@@ -46,7 +46,7 @@ def test_a_long_wait_is_made_in_parts_with_a_progress_line_each(monkeypatch):
 
 def test_the_total_timeout_fails_quoting_the_workloads(monkeypatch):
     out, calls, shown = run(monkeypatch, [answer(False)] * 10, wait=True, wait_timeout=70, poll_interval=5)
-    assert out["failed"] and out["msg"].startswith("not rolled out after 70s: ") and "1 of 2 updated" in out["msg"]
+    assert out["failed"] and out["msg"].startswith("not rolled out: DaemonSet") and out["msg"].endswith("(waited 70s)")
     assert [c["wait_timeout"] for c in calls][:2] == [30, 30] and sum(c["wait_timeout"] for c in calls) <= 70
 
 
@@ -68,6 +68,6 @@ def test_a_long_hold_is_made_in_parts_and_ends_at_the_first_part_not_rolled_out(
     out, calls, shown = run(monkeypatch, [held, held, held, held], hold=100, poll_interval=5)
     assert out["ready"] and [c["hold"] for c in calls] == [30, 30, 30, 10] and len(shown) == 3
     assert shown[0].startswith("rollout held [30s/100s]")
-    broke = dict(answer(False), msg="not rolled out any more 12s: 1 of 2 updated")
+    broke = dict(answer(False), msg="not rolled out: 1 of 2 updated (12s into a hold of 30s)")
     out, calls, shown = run(monkeypatch, [held, broke], hold=100, poll_interval=5)
-    assert out["failed"] and len(calls) == 2 and out["msg"].startswith("not rolled out any more")
+    assert out["failed"] and len(calls) == 2 and out["msg"].endswith("into a hold of 30s)")
