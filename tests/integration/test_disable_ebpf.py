@@ -277,7 +277,9 @@ def test_the_way_back_never_waits_on_a_probe_workload_that_cannot_run(calico_cle
     job where it has nothing to change deploys no probe workload (no write at all); no probe namespace is left."""
     cluster = calico_clean
     _install(cluster, op_ansible, tmp_path)
-    enable = dict(_vars(cluster, tmp_path), **MEASURED)
+    # as _install made it: no APIServer, Goldmane nor Whisker (enable_ebpf would wait for their TigeraStatus)
+    enable = dict(_vars(cluster, tmp_path, ebpf_install_apiserver=False, ebpf_install_goldmane=False,
+                        ebpf_install_whisker=False), **MEASURED)
 
     mark = cluster.audit.mark()
     res = op_ansible.playbook("playbooks/enable_ebpf.yml", enable)

@@ -28,7 +28,9 @@ from pathlib import Path
 DEVICE = "vxlan.calico"
 ISSUE = "projectcalico/calico#11016"
 
-_FELIX = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) \[(\w+)\]\[(\d+)\] ")
+# Felix's own lines: the calico-node container's other processes (monitor-addresses, allocate-tunnel-addrs,
+# status-reporter, ...) write to the same log with their own pids, and the last line may be theirs
+_FELIX = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) \[(\w+)\]\[(\d+)\] felix/")
 _STATE = re.compile(r'Linux interface state changed\. ifIndex=(\d+) ifaceName="([^"]+)" state="([^"]*)"')
 _RECREATE = re.compile(r'"([^"]+)" exists with incompatible configuration: .*recreating device')
 

@@ -75,3 +75,13 @@ def test_only_the_named_device_and_only_after_a_recreation():
     gone = "\n".join([RECREATE.format(t="2026-11-29 14:08:39.427", pid=1),
                       _state("2026-11-29 14:08:39.500", 1, 30, ""), ])
     assert felix_race.lost_device(gone) is None
+
+
+def test_the_lines_of_the_containers_other_processes_do_not_hide_felixs_loss():
+    """calico-node's other processes write to the same log (seen in a run on 2026-12-06: monitor-addresses, pid
+    6304, wrote the last line, 2 minutes after Felix 8067 lost the device): only Felix's lines say which process is
+    the last Felix."""
+    other = ("2026-11-29 14:09:02.621 [INFO][6304] monitor-addresses/autodetection_methods.go 103: Using "
+             "autodetected IPv4 address on interface eth0: 10.250.208.6/30")
+    found = felix_race.lost_device(LOST + "\n" + other)
+    assert found and found["pid"] == 7063 and found["gone"] == 30 and found["present"] == [47]
