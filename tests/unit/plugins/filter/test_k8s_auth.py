@@ -4,6 +4,7 @@ that names the key, never the value."""
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.calico_ops.lifecycle.plugins.filter.k8s_auth import FilterModule
@@ -14,7 +15,8 @@ FILTERS = Path(__file__).resolve().parents[4] / "plugins" / "filter"
 
 def test_the_filters_are_the_documented_ones():
     assert sorted(F) == ["k8s_auth_options", "k8s_auth_problems"]
-    assert all((FILTERS / (name + ".yml")).is_file() for name in F)
+    for name in F:
+        assert yaml.safe_load((FILTERS / (name + ".yml")).read_text())["DOCUMENTATION"]["name"] == name
 
 
 def test_options_and_problems():
