@@ -20,6 +20,8 @@ import yaml
 from calico_support import CalicoNodeStandIn, Install, get, release_docs, wipe_calico
 from localcp.audit import describe
 
+pytestmark = pytest.mark.integration
+
 PLAYBOOK = "playbooks/migrate_datastore.yml"
 VERSION = "v3.31.4"
 CRD_GROUP = "crd.projectcalico.org"
