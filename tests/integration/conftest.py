@@ -6,7 +6,7 @@ kubeadm-shaped control plane in test_install_ebpf, Calico's CRDs, AWX templates)
 the tests of the files listed in ``PER_TEST`` (function-scoped fixtures only, each test installs and removes what it
 needs) are groups of their own, so the longest file is no longer one worker's tail. Groups are handed out
 longest first: ``WEIGHTS`` holds rough seconds per test or file, measured with ``--durations`` (2026-11-25, 3 workers
-on 2 CPUs); they decide only the order, never a result. A test not listed counts ``DEFAULT_WEIGHT``; a parametrized
+on 2 CPUs; some again on 2026-12-06); they decide only the order, never a result. A test not listed counts ``DEFAULT_WEIGHT``; a parametrized
 case may have a weight of its own (``name[id]``). make test passes ``--no-loadscope-reorder``: xdist's default
 reorders the groups by their number of tests, most first, which undoes this order (measured 2026-11-26: the
 heaviest single tests ran last, on one worker, while the others idled).
@@ -24,15 +24,15 @@ DEFAULT_WEIGHT = 30
 FILE_WEIGHTS = {
     "test_install_ebpf.py": 1900,
     # a data-plane control plane of its own: install_ebpf with the real calico-node, then traffic (2026-11-28: 160 s)
-    "test_dataplane.py": 200,
+    "test_dataplane.py": 350,
     # a data-plane control plane of its own with the real kube-proxy: six switches under traffic, each calico-node
-    # rollout one node at a time behind Felix's readiness (2026-11-28: ~600 s)
-    "test_switch_under_traffic.py": 600,
+    # rollout one node at a time behind Felix's readiness (2026-11-28: ~600 s; 2026-12-06, in make test: ~1250 s)
+    "test_switch_under_traffic.py": 1250,
     "test_awx_jobs.py": 900,
     # four control planes of its own at once: a rollout of install_ebpf in check mode, then halted by a degraded
     # cluster, a re-run, five bad-input runs
-    "test_fleet.py": 400,
-    "test_disable_ebpf.py": 350,
+    "test_fleet.py": 510,
+    "test_disable_ebpf.py": 420,
     "test_kube_proxy.py": 450,
     "test_owner_references.py": 450,
     "test_rbac.py": 350,
@@ -72,11 +72,11 @@ TEST_WEIGHTS = {
     "test_real_calicoctl_reads_the_etcd_datastore_after_the_upgrade": 150,
     "test_the_mix_the_operator_refuses_is_refused_before_any_write": 120,
     "test_manifest_upgrade": 110,
-    # test_datastore_migration.py (2026-11-26, measured beside a full run: ~120 s per whole migration)
-    "test_migrates_etcd_to_the_kubernetes_datastore_in_the_documented_order": 170,
-    "test_a_rerun_after_an_import_cut_short_removes_it_and_finishes": 160,
-    "test_abort_after_the_switch_puts_calico_back_on_etcd_unlocked": 210,
-    "test_refuses_calico_resources_it_did_not_import_before_any_write": 40,
+    # test_datastore_migration.py (2026-12-06, its four tests on 3 workers)
+    "test_migrates_etcd_to_the_kubernetes_datastore_in_the_documented_order": 70,
+    "test_a_rerun_after_an_import_cut_short_removes_it_and_finishes": 180,
+    "test_abort_after_the_switch_puts_calico_back_on_etcd_unlocked": 200,
+    "test_refuses_calico_resources_it_did_not_import_before_any_write": 20,
 }
 
 
