@@ -83,7 +83,7 @@ def problems(params, prefix=""):
         out.append("%s is %r: give 0 (the API server picks one) or a port in %d-%d" % (
             name("node_port"), node_port, NODE_PORT_RANGE[0], NODE_PORT_RANGE[1]))
     for option, low in (("policy_timeout", 1), ("attempts", 1), ("probe_interval", 0.1), ("probe_max_seconds", 1),
-                        ("max_nodes", 0), ("wait_timeout", 0), ("poll_interval", 1)):
+                        ("max_nodes", 0)):
         value = p.get(option)
         if value is not None and (isinstance(value, bool) or value < low):
             out.append("%s is %r: give a number of at least %s" % (name(option), value, low))

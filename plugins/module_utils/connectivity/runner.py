@@ -34,6 +34,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client im
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order, workers_problem
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.records.location import check_file
 
 
@@ -46,6 +47,7 @@ def validate(params, prefix=""):
     worker = workers_problem(params.get("workers"), prefix + "workers")
     if worker:
         bad.append(worker)
+    bad += wait_problems(params.get("wait_timeout", 0), params.get("poll_interval", 5), prefix)
     # the role's variable is the directory of the prober's files (connectivity_probe_dir)
     out_name = prefix + ("probe_dir" if prefix else "probe_file")
     out = params.get("probe_file")

@@ -153,3 +153,8 @@ def test_wait_ready_asks_again_until_its_timeout_inside_one_call():
 def planned_layout(_dyn):
     """The layout of ``_cluster``'s two nodes (as the plan stage makes it)."""
     return rules.layout([node("n1", ip="10.0.0.1"), node("n2", ip="10.0.0.2", labels={"pool": "b"})])
+
+
+def test_the_wait_options_are_checked_by_the_shared_wait_rule():
+    with pytest.raises(ConnectivityError, match="poll_interval is 0: give whole seconds, at least 1"):
+        validate(params(stage="ready", poll_interval=0))
