@@ -32,3 +32,18 @@ def test_report_merges_hosts_and_renders():
     lines = preflight_report.table_lines(report)
     assert lines[0].startswith("eBPF preflight: NOT ELIGIBLE (fail)")
     assert any(line.startswith("host_facts") and "host h2: unreachable" in line for line in lines)
+
+
+def test_the_merged_report_shares_nothing_with_the_registered_result():
+    """merge copies the API result (as plain dicts and lists, not a deep copy of Ansible's lazy containers): a
+    later change to the report leaves the registered result as it was, and tuples come out as lists."""
+    dyn = api()
+    add_node(dyn, "node-1")
+    cluster = run_preflight(client(dyn))
+    cluster["ignored"] = ("host_facts",)
+    before = {k: repr(v) for k, v in cluster.items()}
+    report = preflight_report.merge(cluster, [], None)
+    report["nodes"]["node-1"]["checks"].clear()
+    report["checks"].clear()
+    assert {k: repr(v) for k, v in cluster.items()} == before
+    assert report["ignored"] == ["host_facts"]
