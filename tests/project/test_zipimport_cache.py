@@ -99,3 +99,75 @@ def test_the_repositorys_venv_runs_this_files_hook():
     installed = Path(importlib.util.find_spec("_calico_ops_zipimport_cache").origin)
     assert installed.read_text() == TOOL.read_text()
     assert (installed.parent / "_calico_ops_zipimport_cache.pth").read_text() == "import _calico_ops_zipimport_cache\n"
+
+
+# ---- the controller's half: Ansible's collection loader and the AnsiballZ import scan ------------------------------
+CONTROLLER_PROBE = """
+import sys, json
+sys.path.append(sys.argv[1])  # site-packages without its .pth lines (-S): this file's hook only, not the installed one
+exec(compile(open(sys.argv[2]).read(), sys.argv[2], 'exec'))
+from ansible.utils.collection_loader import _collection_finder
+from ansible.executor import module_common
+code = getattr(_collection_finder, 'compile', compile)(source=sys.argv[3], filename='/c/plugins/filter/f.py', mode='exec', flags=0,
+                                  dont_inherit=True)
+space = {}
+exec(code, space)
+finder = module_common.ModuleDepFinder('ansible_collections.ns.c.plugins.modules.m', sys.argv[4].encode())
+print(json.dumps({"value": space.get("VALUE"), "file": code.co_filename,
+                  "patched": hasattr(_collection_finder, 'compile'),
+                  "submodules": sorted('.'.join(s) for s in finder.submodules)}))
+"""
+BASIC = "from ansible.module_utils.basic import AnsibleModule\n"
+URLS = "from ansible.module_utils.urls import open_url\n"
+
+
+def run_controller(cache, source="VALUE = 'one'\n", module=BASIC):
+    import json
+    import sysconfig
+    env = dict(os.environ)
+    env.pop(ENV, None)
+    if cache is not None:
+        env[ENV] = str(cache)
+    out = subprocess.run([sys.executable, "-S", "-c", CONTROLLER_PROBE, sysconfig.get_paths()["purelib"], str(TOOL),
+                          source, module], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_controllers_compiles_are_kept_and_served_from_the_cache(tmp_path):
+    import pickle
+    cache = tmp_path / "cache"
+    first = run_controller(cache)
+    assert first == {"value": "one", "file": "/c/plugins/filter/f.py", "patched": True,
+                     "submodules": ["ansible.module_utils.basic.AnsibleModule"]}
+    files = [p for p in cached_files(cache) if "controller" in p.parts]
+    assert len(files) == 2  # the collection source's code, the import scan's findings
+    code_entry = next(p for p in files if p.read_bytes()[:1] != b"\x80")  # pickle starts with its protocol byte
+    scan_entry = next(p for p in files if p != code_entry)
+    # what the cache holds is what the next run gets: replace both, same keys
+    code_entry.write_bytes(marshal.dumps(compile("VALUE = 'from the cache'\n", "/c/plugins/filter/f.py", "exec")))
+    scan_entry.write_bytes(pickle.dumps(({("ansible", "module_utils", "cached")}, set(), set())))
+    assert run_controller(cache) == {"value": "from the cache", "file": "/c/plugins/filter/f.py", "patched": True,
+                                     "submodules": ["ansible.module_utils.cached"]}
+
+
+def test_a_changed_source_is_compiled_and_scanned_again(tmp_path):
+    cache = tmp_path / "cache"
+    run_controller(cache)
+    again = run_controller(cache, source="VALUE = 'two'\n", module=URLS)
+    assert again["value"] == "two" and again["submodules"] == ["ansible.module_utils.urls.open_url"]
+    assert len([p for p in cached_files(cache) if "controller" in p.parts]) == 4
+
+
+def test_a_damaged_controller_entry_is_computed_again(tmp_path):
+    cache = tmp_path / "cache"
+    run_controller(cache)
+    for entry in [p for p in cached_files(cache) if "controller" in p.parts]:
+        entry.write_bytes(b"not marshal nor pickle data")
+    assert run_controller(cache)["submodules"] == ["ansible.module_utils.basic.AnsibleModule"]
+    assert all(p.read_bytes() != b"not marshal nor pickle data" for p in cached_files(cache))
+
+
+def test_the_controller_is_left_alone_unless_the_variable_is_set(tmp_path):
+    alone = run_controller(None)
+    assert alone["value"] == "one" and alone["patched"] is False
+    assert list(tmp_path.rglob("*")) == []
