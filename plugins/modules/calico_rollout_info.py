@@ -16,7 +16,9 @@ description:
   - Reads a DaemonSet (for example C(calico-node)), its pods and some Deployments (for example
     C(calico-kube-controllers), C(calico-typha)) once and says whether they have rolled out. Use it with
     C(until)/C(retries)/C(delay) to wait; on a timeout RV(message) quotes the DaemonSet's and Deployments'
-    own status and conditions and the pods that are not ready.
+    own status and conditions and the pods that are not ready, each with why in its own words (the containers'
+    waiting or last termination reason and message, restarts, the Ready condition's message, and with O(log_lines)
+    the telling line of its log).
   - A DaemonSet has rolled out when its controller saw the latest spec (observed generation), every scheduled
     pod is updated and available, and every pod of the current template is Running with all its containers
     ready. With O(datastore=etcd) a pod with one container not ready (calico-node READY C(1/2)) is accepted, as
@@ -43,6 +45,32 @@ options:
     type: str
     choices: [kubernetes, etcd]
     default: kubernetes
+  container:
+    description: The DaemonSet's container that O(env) and O(log_lines) look at; unset - the DaemonSet's name.
+    type: str
+    version_added: "0.2.0"
+  env:
+    description:
+      - Values the template of O(container) must carry before the DaemonSet counts as rolled out - after a change the
+        operator renders (the API server endpoint of ConfigMap C(kubernetes-services-endpoint)), the old template may
+        still look rolled out until the operator has written the new one.
+    type: dict
+    default: {}
+    version_added: "0.2.0"
+  log_lines:
+    description:
+      - Read the last N lines of the log of O(container) of each pod of the DaemonSet that is not ready (3 pods at
+        most), and quote the telling line (the last one that says error, failed, lookup, refused, ...) beside the
+        pod's own reason. V(0) reads no log. A log the API does not give (the container has not started, the
+        C(pods/log) read is not allowed) is left out.
+    type: int
+    default: 0
+    version_added: "0.2.0"
+  absent_ok:
+    description: A DaemonSet that does not exist is nothing to wait for (RV(ready) true, RV(found) false).
+    type: bool
+    default: false
+    version_added: "0.2.0"
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
@@ -78,6 +106,11 @@ problems:
   returned: always
   type: list
   elements: str
+found:
+  description: Whether the DaemonSet exists (null when O(daemonset) is not given).
+  returned: always
+  type: bool
+  version_added: "0.2.0"
 message:
   description: The problems (or the lines when ready) as one sentence.
   returned: always
@@ -95,7 +128,11 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module im
 
 def _rollout(m):
     p = m.params
-    result = read(m.client(), p["namespace"], p["daemonset"], p["deployments"], p["datastore"])
+    if p["log_lines"] < 0:
+        m.fail("log_lines: %d is negative: give 0 (no log) or a number of lines" % p["log_lines"], changed=False)
+    result = read(m.client(), p["namespace"], p["daemonset"], p["deployments"], p["datastore"],
+                  container=p["container"], env=dict((k, "%s" % v) for k, v in (p["env"] or {}).items()),
+                  log_lines=p["log_lines"], absent_ok=p["absent_ok"])
     result["msg"] = result["message"] if result["ready"] else "not rolled out: " + result["message"]
     return result
 
@@ -106,6 +143,10 @@ def main():
         daemonset=dict(type="str"),
         deployments=dict(type="list", elements="str", default=[]),
         datastore=dict(type="str", choices=["kubernetes", "etcd"], default="kubernetes"),
+        container=dict(type="str"),
+        env=dict(type="dict", default={}),
+        log_lines=dict(type="int", default=0),
+        absent_ok=dict(type="bool", default=False),
     ), subject=lambda p: describe_object("apps/v1", "daemonsets" if p["daemonset"] else "deployments", p["namespace"],
                                          p["daemonset"] or ",".join(p["deployments"]) or None)).run(_rollout)
 
