@@ -84,11 +84,10 @@ def _install(root):
 
 
 def _install_controller(directory):
-    import ast
+    # ast and pickle (15 ms of imports) only where Ansible's controller code is imported: inside the patches
     import builtins
     import hashlib
     import marshal
-    import pickle
     import sys
     import types
 
@@ -131,6 +130,9 @@ def _install_controller(directory):
         module.compile = cached_compile  # get_code's compile(source=..., filename=..., mode='exec', ...) finds it first
 
     def patch_module_common(module):
+        import ast
+        import pickle
+
         finder = module.ModuleDepFinder
         walk = finder.__init__  # patched in place: its own super(ModuleDepFinder, self) call must still find the class
 
