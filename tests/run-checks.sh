@@ -20,13 +20,13 @@ steps=("$@")
 # oldest core: `sanity` and `units` (ansible-test units) on .venv's 2.21, `matrix_reduced` sanity and units on 2.16.
 # `unit` (pytest tests/unit in .venv) runs the same tests as `units` on the same core, so only `make unit` runs it;
 # `project` is pytest tests/project (the playbooks, EE files, inventories and tools of the repository).
-# `oldest_core` is the integration pass of the main jobs with the oldest core's ansible-playbook (issue 35).
-# oldest_core, reliability and Molecule run side by side: each mostly waits on controllers, and Molecule's scenarios
-# run two at a time, so the oldest core's two workers fill the time the other two leave (CI's budget is 90 minutes)
+# The integration pool runs the main jobs' tests with the oldest core's ansible-playbook (issue 35; step `oldest_core`
+# runs only them). Reliability and Molecule run side by side: each mostly waits on controllers, and Molecule's
+# scenarios run two at a time (CI's budget is 90 minutes)
 # The static checks run in two lanes side by side (static_a: lint, sanity, project; static_b: changelog, importer,
 # matrix_reduced, units; about 4 minutes each): each check is mostly one process on one CPU, so one lane alone left the other CPU idle for
 # the whole static part (tests/README.md has each step's time).
-[ ${#steps[@]} -gt 0 ] || steps=(static_a+static_b integration reliability+molecule+oldest_core)
+[ ${#steps[@]} -gt 0 ] || steps=(static_a+static_b integration reliability+molecule)
 
 passed=0; failed=0; failed_names=()
 started_cp=""
@@ -143,34 +143,35 @@ step_integration() {
     [ "$workers" -lt 3 ] && workers=3
     [ "$workers" -gt 4 ] && workers=4
   fi
-  echo "pytest-xdist: $workers workers, a control plane each"
+  local oldest
+  oldest=$(oldest_core_venv) || return 1
+  echo "pytest-xdist: $workers workers, a control plane each; the tests marked oldest_core on $("$oldest/bin/ansible" --version | head -1)"
   # the fault matrix (tests/reliability/test_faults.py: every case on two control planes of its own) runs in this
   # pool too, its cases first (the longest), so no suite waits on another's tail
   # --no-loadscope-reorder: xdist would otherwise hand out the groups by their number of tests (most first), which
   # put the heaviest single-test groups (the fault matrix, the upgrades) at the end of the run, one worker busy and
   # the others idle; the order of tests/integration/conftest.py (longest first) is kept instead
-  env -u LOCALCP_RUN_DIR pytest tests/integration tests/reliability/test_faults.py -q -m integration -n "$workers" \
+  env -u LOCALCP_RUN_DIR CALICO_OPS_OLDEST_CORE_VENV="$oldest" \
+    pytest tests/integration tests/reliability/test_faults.py -q -m integration -n "$workers" \
     --dist loadgroup --no-loadscope-reorder --durations=40
 }
 
-# The main jobs (preflight, install_ebpf, upgrade of each install method, owner_references) once more with the oldest
-# ansible-core of requires_ansible running the playbooks and the modules (tests/localcp/fixtures.py ansible_venv):
-# the floor proven against the control plane, not only by sanity and units. Two workers, a control plane each.
-OLDEST_CORE_TESTS=(
-  "tests/integration/test_preflight.py::test_role_reports_writes_nothing_and_fails_listing_every_failure"
-  "tests/integration/test_preflight.py::test_all_good_ubuntu_2204_node"
-  "tests/integration/test_install_ebpf.py::test_install_ebpf_configmap_path_with_the_real_operator"
-  "tests/integration/test_upgrade.py::test_operator_upgrade"
-  "tests/integration/test_upgrade.py::test_helm_upgrade"
-  "tests/integration/test_upgrade.py::test_manifest_upgrade[calico.yaml]"
-  "tests/integration/test_owner_references.py::test_detach_survive_the_new_uids_then_attach"
-)
-step_oldest_core() {
+# The main jobs' tests (preflight, install_ebpf, upgrade of each install method, owner_references) with the oldest
+# ansible-core of requires_ansible running the playbooks and the modules: the floor proven against the control plane,
+# not only by sanity and units (issue 35). They run in the integration pool (tests/integration/conftest.py
+# OLDEST_CORE_TESTS, mark oldest_core); this step runs only them, two workers, a control plane each.
+oldest_core_venv() {
   local venv=$ROOT/.build/venv-core-2.16
-  [ -x "$venv/bin/ansible-playbook" ] || { echo "error: $venv missing (make .build/venv-core-2.16/.installed)"; return 1; }
+  [ -x "$venv/bin/ansible-playbook" ] || { echo "error: $venv missing (make .build/venv-core-2.16/.installed)" >&2; return 1; }
+  echo "$venv"
+}
+
+step_oldest_core() {
+  local venv
+  venv=$(oldest_core_venv) || return 1
   echo "ansible-playbook of $("$venv/bin/ansible" --version | head -1) on $("$venv/bin/python" --version)"
-  env -u LOCALCP_RUN_DIR CALICO_OPS_ANSIBLE_VENV="$venv" pytest "${OLDEST_CORE_TESTS[@]}" -q -m integration -n 2 \
-    --dist loadgroup --no-loadscope-reorder
+  env -u LOCALCP_RUN_DIR CALICO_OPS_OLDEST_CORE_VENV="$venv" pytest tests/integration -q -m "integration and oldest_core" \
+    -n 2 --dist loadgroup --no-loadscope-reorder
 }
 
 step_reliability() {

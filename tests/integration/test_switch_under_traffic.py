@@ -6,7 +6,8 @@ operator's pods the real calico-node v3.31.4 (Felix) and Typha; pod readiness is
 (localcp/podrunner.py), not kwok's. Calico is installed on the Iptables data plane as Calico's quickstart does.
 A prober (localcp/prober.py) opens new connections every 0.2 s from a client pod on node-1 to the server pod's
 ClusterIP, to a NodePort on node-2 and to the server pod across nodes, and from node-1's host network to the
-NodePort; every switch is measured from before its first write until the data plane settled plus 15 s
+NodePort; every switch is measured from before its first write until the data plane settled and every target
+answered once more, plus 15 s
 (localcp/switches.py). Each test prints its table (kept in the test report: ``record_property``); results.md in
 benchmarks/results has the median of three runs (``make bench-switch``).
 

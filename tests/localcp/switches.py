@@ -9,7 +9,7 @@ DaemonSet, the real calico-node behind the operator's), ``Switches``:
 * deploys the prober's workloads (localcp.prober.workloads: a server pod on node-2, a client pod on node-1, a
   ClusterIP and a NodePort Service) and measures a switch: probers from the client pod (ClusterIP, NodePort on
   node-2, the server pod's IP across nodes) and from node-1's host network (NodePort on node-2) run from before
-  the first write until the data plane has settled plus ``SETTLE`` seconds; a ``Timeline`` records, at the moment
+  the first write until the data plane has settled and every target answered once more, plus ``SETTLE`` seconds; a ``Timeline`` records, at the moment
   kube-proxy's DaemonSet stopped selecting nodes, how many calico-node pods were ready on the new template;
 * runs the switch either with the collection's playbooks or in the documented order by hand with kubectl
   (Calico's documentation, "Enable eBPF on an existing cluster": the ConfigMap, then "Configure kube-proxy", then
@@ -31,7 +31,8 @@ import yaml
 from . import dataplane, felix_race, prober
 
 NS = "probe"
-SETTLE = 15.0  # seconds the probers keep running after the data plane has settled
+SETTLE = 15.0  # seconds the probers keep running after the data plane has settled and every target answered
+SERVE_WAIT = 120.0  # seconds a settled data plane may take to answer every target again before the window closes
 LATE_AFTER = 5.0  # seconds into a switch when the server pod gets the label that gives Service server-late its endpoint
 LATE_GRACE = 3.0  # seconds the late endpoint may take to be programmed when a proxy serves (EndpointSlice, then rules)
 CALICO = "v3.31.4"
@@ -397,6 +398,7 @@ class Switches:
                        what=f"{name}: the data plane settled (bpfEnabled {bpf_after}, kube-proxy "
                             f"{'running' if kube_proxy_after else 'gone'})")
             took = time.time() - started
+            serving_at = self._until_serving(timeout=SERVE_WAIT)
             time.sleep(SETTLE)
         finally:
             timeline.stop()
@@ -413,6 +415,7 @@ class Switches:
             first = min((r["t"] for r in records if r["target"] == "late-endpoint" and r["ok"]
                          and r["t"] >= labelled.get("before", float("inf"))), default=None)
         m = {"switch": name, "seconds": round(took, 1), "targets": summary, "result": result,
+             "serving_after_s": round(serving_at - started - took, 1) if serving_at else None,
              "kube_proxy_disabled_at": (round(timeline.disabled_at - started, 1)
                                         if timeline.disabled_at else None),
              "bpf_then": timeline.bpf_then, "calico_node_switched_then": timeline.switched_then,
@@ -425,6 +428,20 @@ class Switches:
                                                          default=str))
         self.results[name] = m
         return m
+
+    def _until_serving(self, timeout: float):
+        """When, after the data plane settled, every target answered one GET (None: not within ``timeout``, and the
+        summary then says which target did not answer at the end). Felix's readiness endpoint can answer before a
+        Felix restarted for bpfEnabled has attached its programs: seen in CI (2026-12-06, by hand), both nodes' Felix
+        ready 5 s after the operator set bpfEnabled, then new connections across the nodes failed for 10 s, the last
+        of them in the settle window - "not answering at the end" of a data plane that answered a second later. The
+        window runs on until every target answered once more, the same for every switch, by hand or not."""
+        try:
+            self.cluster.wait_for(lambda: not self.probe_once(), timeout=timeout, interval=1,
+                                  what="every probe target answering after the switch")
+        except AssertionError:
+            return None
+        return time.time()
 
     def ensure_iptables(self, timeout: float = 600) -> None:
         """Back to the Iptables install with kube-proxy serving, when an earlier test left it elsewhere."""

@@ -108,8 +108,8 @@ sys.path.append(sys.argv[1])  # site-packages without its .pth lines (-S): this 
 exec(compile(open(sys.argv[2]).read(), sys.argv[2], 'exec'))
 from ansible.utils.collection_loader import _collection_finder
 from ansible.executor import module_common
-code = getattr(_collection_finder, 'compile', compile)(source=sys.argv[3], filename='/c/plugins/filter/f.py', mode='exec', flags=0,
-                                  dont_inherit=True)
+loader_compile = getattr(_collection_finder, 'compile', compile)
+code = loader_compile(source=sys.argv[3], filename='/c/plugins/filter/f.py', mode='exec', flags=0, dont_inherit=True)
 space = {}
 exec(code, space)
 finder = module_common.ModuleDepFinder('ansible_collections.ns.c.plugins.modules.m', sys.argv[4].encode())

@@ -27,9 +27,9 @@ patches two places right after Ansible imports them (a ``sys.meta_path`` entry t
   from a marshal file keyed by the SHA-256 of the file name and the source, as above;
 - ``ansible.executor.module_common.ModuleDepFinder``: what its AST walk finds (the imports, the optional ones, the
   embedded resources) is kept per SHA-256 of ansible-core's version, the module's name, its package flag and its
-  source. The walk is a pure
-  function of those; the files it leads to are still located and read afresh, so an edited module_utils file is
-  packed as it is now. Where module metadata is on (``_MODULE_METADATA``, off by default) the walk runs as always.
+  source. The walk is a pure function of those; the files it leads to are still located and read afresh, so an edited
+  module_utils file is packed as it is now. Where module metadata is on (``_MODULE_METADATA``, off by default) the
+  walk runs as always.
 Anything unexpected (another ansible-core whose names differ, a cache entry that does not load) falls back to what
 Ansible does itself.
 """
@@ -39,9 +39,36 @@ import os
 _ENV = "CALICO_OPS_TEST_ZIPIMPORT_CACHE"
 
 
+def _entry(directory, *parts):
+    """The cache file of one entry: the SHA-256 of its parts joined by NUL bytes."""
+    import hashlib
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()
+    return os.path.join(directory, key[:2], key)
+
+
+def _load(path, read):
+    """``read(bytes)`` of the entry, or None when it is missing or damaged (then computed again and replaced)."""
+    try:
+        with open(path, "rb") as f:
+            return read(f.read())
+    except Exception:
+        return None
+
+
+def _store(path, data):
+    """Written whole or not at all (a file of its own, then renamed): concurrent processes never read half of it."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = "%s.%d.tmp" % (path, os.getpid())
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def _install(root):
     # imported here: with the variable unset (every Python process of the venv runs this file) nothing else is
-    import hashlib
     import marshal
     import sys
     import types
@@ -58,25 +85,13 @@ def _install(root):
 
     def compile_source(pathname, source):
         inner = pathname.split(".zip" + os.sep, 1)[-1]
-        key = hashlib.sha256(inner.encode("utf-8", "surrogateescape") + b"\0" + source).hexdigest()
-        path = os.path.join(directory, key[:2], key)
-        try:
-            with open(path, "rb") as f:
-                cached = marshal.loads(f.read())
-        except (OSError, ValueError, EOFError, TypeError):
-            cached = None
+        path = _entry(directory, inner.encode("utf-8", "surrogateescape"), source)
+        cached = _load(path, marshal.loads)
         if isinstance(cached, types.CodeType):  # anything else (a damaged entry) is compiled again and replaced
             return refile(cached, pathname)
         code = original(pathname, source)
         if code is not None:
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = "%s.%d.tmp" % (path, os.getpid())
-                with open(tmp, "wb") as f:
-                    f.write(marshal.dumps(code))
-                os.replace(tmp, path)
-            except OSError:
-                pass
+            _store(path, marshal.dumps(code))
         return code
 
     zipimport._compile_source = compile_source
@@ -86,44 +101,24 @@ def _install(root):
 def _install_controller(directory):
     # ast and pickle (15 ms of imports) only where Ansible's controller code is imported: inside the patches
     import builtins
-    import hashlib
     import marshal
     import sys
     import types
 
-    def entry(*parts):
-        key = hashlib.sha256(b"\0".join(parts)).hexdigest()
-        return os.path.join(directory, key[:2], key)
-
-    def load(path, read):
-        try:
-            with open(path, "rb") as f:
-                return read(f.read())
-        except Exception:  # a missing or damaged entry: computed again and replaced
-            return None
-
-    def store(path, data):
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = "%s.%d.tmp" % (path, os.getpid())
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except OSError:
-            pass
-
     def as_bytes(source):
-        return bytes(source) if isinstance(source, (bytes, bytearray)) else str(source).encode("utf-8", "surrogateescape")
+        if isinstance(source, (bytes, bytearray)):
+            return bytes(source)
+        return str(source).encode("utf-8", "surrogateescape")
 
     def cached_compile(source, filename, mode, flags=0, dont_inherit=False, optimize=-1):
         if mode != "exec" or flags or not dont_inherit or optimize != -1 or not isinstance(filename, str):
             return builtins.compile(source, filename, mode, flags, dont_inherit, optimize)
-        path = entry(b"collection-loader", filename.encode("utf-8", "surrogateescape"), as_bytes(source))
-        code = load(path, marshal.loads)
+        path = _entry(directory, b"collection-loader", filename.encode("utf-8", "surrogateescape"), as_bytes(source))
+        code = _load(path, marshal.loads)
         if isinstance(code, types.CodeType):
             return code
         code = builtins.compile(source, filename, mode, flags, dont_inherit, optimize)
-        store(path, marshal.dumps(code))
+        _store(path, marshal.dumps(code))
         return code
 
     def patch_collection_finder(module):
@@ -140,9 +135,9 @@ def _install_controller(directory):
             if args or kwargs or module.C.config.get_config_value("_MODULE_METADATA"):
                 walk(self, module_fqn, module_data, is_pkg_init, *args, **kwargs)
                 return
-            path = entry(b"module-dep-finder", str(getattr(module, "__version__", "")).encode(),
-                         str(module_fqn).encode(), str(bool(is_pkg_init)).encode(), as_bytes(module_data))
-            found = load(path, pickle.loads)
+            path = _entry(directory, b"module-dep-finder", str(getattr(module, "__version__", "")).encode(),
+                          str(module_fqn).encode(), str(bool(is_pkg_init)).encode(), as_bytes(module_data))
+            found = _load(path, pickle.loads)
             if isinstance(found, tuple) and len(found) == 3:
                 ast.NodeVisitor.__init__(self)
                 self.submodules, self.optional_imports, self.embeds = (set(x) for x in found)
@@ -151,7 +146,7 @@ def _install_controller(directory):
                 return
             walk(self, module_fqn, module_data, is_pkg_init)
             try:
-                store(path, pickle.dumps((self.submodules, self.optional_imports, self.embeds)))
+                _store(path, pickle.dumps((self.submodules, self.optional_imports, self.embeds)))
             except Exception:
                 pass
 

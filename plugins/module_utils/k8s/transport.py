@@ -204,7 +204,8 @@ def from_kubeconfig(kubeconfig, context, environ):
         try:
             import yaml
             with open(path) as handle:
-                doc = yaml.safe_load(handle)
+                # libyaml's parser where PyYAML has it (the same safe constructor; a tenth of the pure-Python time)
+                doc = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
         except Exception:  # unreadable or not YAML: kubernetes.core's client says so
             return None
         base = os.path.dirname(os.path.abspath(path))
