@@ -141,13 +141,27 @@ def _generation(kind, obj):
 
 
 def current_pods(ds, pods):
-    """The DaemonSet's own pods (by controller reference) split into ``(current, stale)`` by template generation."""
-    generation = _meta(ds).get("generation") or 0
+    """The DaemonSet's own pods (by controller reference) split into ``(current, stale)`` as its controller counts
+    them updated (Kubernetes' ``IsPodUpdated``): the pod's ``pod-template-generation`` is the DaemonSet's generation,
+    or its ``controller-revision-hash`` is the current revision's. A template changed back to an earlier one (a
+    change undone before its rollout ended) gets a new generation but the earlier revision's hash, and the pods still
+    on that revision are up to date: the controller replaces none of them, so none carries the new generation. The
+    current hash is read from a pod of the current generation; when there is none, the controller's own count
+    decides (every pod current once it has seen the generation and counts every scheduled pod updated)."""
+    generation = str(_meta(ds).get("generation") or 0)
     uid = _meta(ds).get("uid")
     own = [p for p in pods or [] if not uid or any(
         r.get("uid") == uid and r.get("controller") for r in _meta(p).get("ownerReferences") or [])]
-    current = [p for p in own if str((_meta(p).get("labels") or {}).get("pod-template-generation", generation))
-               == str(generation)]
+
+    def label(pod, key, default=None):
+        return (_meta(pod).get("labels") or {}).get(key, default)
+    by_generation = [p for p in own if str(label(p, "pod-template-generation", generation)) == generation]
+    hashes = set(label(p, "controller-revision-hash") for p in by_generation) - set([None])
+    current = [p for p in own if p in by_generation or label(p, "controller-revision-hash") in hashes]
+    status = _status(ds)
+    if not by_generation and str(status.get("observedGeneration")) == generation and own and (
+            status.get("updatedNumberScheduled") == status.get("desiredNumberScheduled") == len(own)):
+        current = own
     return current, [p for p in own if p not in current]
 
 

@@ -13,9 +13,11 @@ def ds(generation=2, observed=2, desired=3, updated=3, available=3, ready=3, una
                        "numberUnavailable": unavailable, "conditions": conditions or []}}
 
 
-def pod(name, ready=(True,), phase="Running", generation=2, terminating=False, owner="ds-uid"):
+def pod(name, ready=(True,), phase="Running", generation=2, terminating=False, owner="ds-uid", revision=None):
     meta = {"name": name, "labels": {"pod-template-generation": str(generation)},
             "ownerReferences": [{"uid": owner, "controller": True}]}
+    if revision:
+        meta["labels"]["controller-revision-hash"] = revision
     if terminating:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     statuses = [{"name": "c%d" % i, "ready": r} for i, r in enumerate(ready)]
@@ -69,6 +71,32 @@ def test_pods_of_an_older_template_or_missing_pods_block_the_rollout():
     assert any("2 of 3 pods exist" in p for p in problems)
     other = [pod("x", owner="someone-else")] + [pod("p%d" % i) for i in range(3)]
     assert rollout.daemonset_state(ds(), other)[0] is True
+
+
+def test_a_template_changed_back_counts_the_pods_of_that_revision_current_as_the_controller_does():
+    """Seen on the real data plane (2026-12-06): calico-node's template changed (generation 2, revision b), one pod
+    replaced, then changed back (generation 3, the first template again: revision a). The controller replaced the
+    pod of revision b and left the two of revision a, created at generation 1: all three are up to date."""
+    pods = [pod("a1", generation=1, revision="a"), pod("a2", generation=1, revision="a"),
+            pod("a3", generation=3, revision="a")]
+    current, stale = rollout.current_pods(ds(generation=3, observed=3), pods)
+    assert [p["metadata"]["name"] for p in current] == ["a1", "a2", "a3"] and stale == []
+    assert rollout.daemonset_state(ds(generation=3, observed=3), pods)[0] is True
+    # while the pod of revision b is still there, it alone is stale
+    pods = [pod("a1", generation=1, revision="a"), pod("a2", generation=1, revision="a"),
+            pod("b3", generation=2, revision="b"), pod("a4", generation=3, revision="a")]
+    current, stale = rollout.current_pods(ds(generation=3, observed=3, desired=4, updated=3), pods)
+    assert [p["metadata"]["name"] for p in stale] == ["b3"]
+
+
+def test_a_template_changed_back_before_any_pod_was_replaced_is_rolled_out_by_the_controllers_count():
+    """Changed and changed back before the controller replaced a pod: no pod carries the new generation; the
+    controller counts every pod updated (their hash is the current revision's), and so does the rollout."""
+    pods = [pod("a%d" % i, generation=1, revision="a") for i in range(3)]
+    assert rollout.daemonset_state(ds(generation=3, observed=3), pods)[0] is True
+    # not before the controller has seen the generation, nor while it counts pods to update
+    assert rollout.current_pods(ds(generation=3, observed=2), pods)[0] == []
+    assert rollout.current_pods(ds(generation=3, observed=3, updated=2), pods)[0] == []
 
 
 def test_not_ready_pods_and_conditions_are_quoted():
