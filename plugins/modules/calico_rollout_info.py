@@ -14,11 +14,13 @@ short_description: Tell whether Calico's DaemonSet and Deployments have rolled o
 version_added: "0.1.0"
 description:
   - Reads a DaemonSet (for example C(calico-node)), its pods and some Deployments (for example
-    C(calico-kube-controllers), C(calico-typha)) and says whether they have rolled out.
+    C(calico-kube-controllers), C(calico-typha)) and says whether they have rolled out. When they have not,
+    RV(message) quotes the DaemonSet's and Deployments' own status and conditions and the pods that are not ready,
+    each with why in its own words (the containers' waiting or last termination reason and message, restarts, the
+    Ready condition's message, and with O(log_lines) the telling line of its log).
   - With O(wait=true) it reads again every O(poll_interval) seconds until they have, inside the task (no C(until)
-    loop, no retry lines), and fails after O(wait_timeout) seconds quoting the DaemonSet's and Deployments' own
-    status and conditions and the pods that are not ready. Its action plugin prints a progress line (the status
-    lines) every 30 seconds of a long wait.
+    loop, no retry lines), and fails after O(wait_timeout) seconds quoting that status. Its action plugin prints a
+    progress line (the status lines) every 30 seconds of a long wait.
   - With O(hold) it watches instead that everything stays rolled out for that many seconds (for example while
     each Felix restarts), reading every O(poll_interval) seconds, and fails at the first read where it is not.
   - A DaemonSet has rolled out when its controller saw the latest spec (observed generation), every scheduled
@@ -51,6 +53,32 @@ options:
     type: str
     choices: [kubernetes, etcd]
     default: kubernetes
+  container:
+    description: The DaemonSet's container that O(env) and O(log_lines) look at; unset - the DaemonSet's name.
+    type: str
+    version_added: "0.2.0"
+  env:
+    description:
+      - Values the template of O(container) must carry before the DaemonSet counts as rolled out - after a change the
+        operator renders (the API server endpoint of ConfigMap C(kubernetes-services-endpoint)), the old template may
+        still look rolled out until the operator has written the new one.
+    type: dict
+    default: {}
+    version_added: "0.2.0"
+  log_lines:
+    description:
+      - Read the last N lines of the log of O(container) of each pod of the DaemonSet that is not ready (3 pods at
+        most), and quote the telling line (the last one that says error, failed, lookup, refused, ...) beside the
+        pod's own reason. V(0) reads no log. A log the API does not give (the container has not started, the
+        C(pods/log) read is not allowed) is left out.
+    type: int
+    default: 0
+    version_added: "0.2.0"
+  absent_ok:
+    description: A DaemonSet that does not exist is nothing to wait for (RV(ready) true, RV(found) false).
+    type: bool
+    default: false
+    version_added: "0.2.0"
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
@@ -86,6 +114,11 @@ problems:
   returned: always
   type: list
   elements: str
+found:
+  description: Whether the DaemonSet exists (null when O(daemonset) is not given).
+  returned: always
+  type: bool
+  version_added: "0.2.0"
 message:
   description: The problems (or the lines when ready) as one sentence.
   returned: always
@@ -104,29 +137,28 @@ polls:
   type: int
 """
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.rollout import read
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.rollout import read, watch
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 
 
 def _rollout(m):
     p = m.params
     bad = wait_problems(p["wait_timeout"], p["poll_interval"]) + (
-        ["hold is %r: give whole seconds, at least 0" % p["hold"]] if p["hold"] < 0 else [])
+        ["hold is %r: give whole seconds, at least 0" % p["hold"]] if p["hold"] < 0 else []) + (
+        ["log_lines: %d is negative: give 0 (no log) or a number of lines" % p["log_lines"]]
+        if p["log_lines"] < 0 else [])
     if bad:
-        m.fail("; ".join(bad))
+        m.fail("; ".join(bad), changed=False)
     client = m.client()
+    env = dict((k, "%s" % v) for k, v in (p["env"] or {}).items())
 
-    def once():
-        return read(client, p["namespace"], p["daemonset"], p["deployments"], p["datastore"])
-    if p["hold"]:  # stays rolled out: read until it is not, or the hold is over
-        result, waited, polls = poll(once, lambda r: not r["ready"], p["hold"], p["poll_interval"])
-    else:
-        result, waited, polls = poll(once, lambda r: r["ready"], p["wait_timeout"] if p["wait"] else 0,
-                                     p["poll_interval"])
-    result.update(waited=waited, polls=polls)
+    def once(log_lines):
+        return read(client, p["namespace"], p["daemonset"], p["deployments"], p["datastore"],
+                    container=p["container"], env=env, log_lines=log_lines, absent_ok=p["absent_ok"])
+    result = watch(once, p["wait"], p["wait_timeout"], p["hold"], p["poll_interval"], p["log_lines"])
+    waited = result["waited"]
     if result["ready"]:
         result["msg"] = result["message"]
     elif p["hold"] or p["wait"]:
@@ -147,6 +179,10 @@ def main():
         hold=dict(type="int", default=0),
         wait_timeout=dict(type="int", default=600),
         poll_interval=dict(type="int", default=10),
+        container=dict(type="str"),
+        env=dict(type="dict", default={}),
+        log_lines=dict(type="int", default=0),
+        absent_ok=dict(type="bool", default=False),
     ), subject=lambda p: describe_object("apps/v1", "daemonsets" if p["daemonset"] else "deployments", p["namespace"],
                                          p["daemonset"] or ",".join(p["deployments"]) or None)).run(_rollout)
 

@@ -27,7 +27,8 @@ description:
     C(127.0.0.0/8), C(::1)) only with O(allow_loopback=true) (calico-node reaches the API server through this
     endpoint before any Service works, and on a node a loopback address is the node itself); any other IP literal
     only with O(allow_ip=true) (a dynamic node IP changes on restart and Calico loses the API server); the port is
-    1-65535. Problems name the variable to set (O(names_prefix) followed by the option).
+    1-65535; a DNS name on a cluster in eBPF mode, or about to be, only with O(nodes_resolve_host=true). Problems name
+    the variable to set (O(names_prefix) followed by the option).
   - With O(platform=auto) the platform is the one the preflight detects (M(calico_ops.lifecycle.ebpf_preflight_info)'s
     detector, from node labels, providerID and served API groups).
   - Also reports the current ConfigMap and the operator's Deployment and pods (O(gather)). Never writes.
@@ -56,6 +57,23 @@ options:
         on its own loopback (a per-node API proxy, such as Talos' KubePrism).
       - Without it a loopback host is refused - a kubeconfig made on a control-plane node often names C(127.0.0.1),
         which no other node reaches, and calico-node would then never reach the API server.
+    type: bool
+    default: false
+    version_added: 0.2.0
+  nodes_resolve_host:
+    description:
+      - The user's statement that every node resolves the host through its own resolver or C(/etc/hosts), without the
+        cluster's DNS. Without it a DNS name is refused on a cluster in eBPF mode (Installation C(default)
+        C(spec.calicoNetwork.linuxDataplane=BPF) or FelixConfiguration C(default) C(spec.bpfEnabled=true)) or about
+        to be (O(ebpf_planned)) - calico-node in eBPF mode resolves it when it starts, before it serves any Service,
+        and hangs at boot where only the cluster's DNS answers (Calico issue 10683).
+    type: bool
+    default: false
+    version_added: 0.2.0
+  ebpf_planned:
+    description:
+      - The job switches the cluster to eBPF after writing the endpoint (install_ebpf, enable_ebpf on the ConfigMap
+        path) - the DNS-name rule of O(nodes_resolve_host) applies whatever the cluster says now.
     type: bool
     default: false
     version_added: 0.2.0
@@ -169,6 +187,8 @@ endpoint:
     - The host and port and where each came from.
     - C(dns_name_warning) - when the host is a DNS name, why that can hang calico-node at boot in eBPF mode
       (Calico issue 10683) and what to check; null for an IP address.
+    - C(ebpf) - C(evidence), what says the cluster is (or is about to be) in eBPF mode, and C(read), whether the
+      Installation and FelixConfiguration were read for it (only for a DNS name without O(nodes_resolve_host)).
   returned: when O(gather) has V(endpoint)
   type: dict
   sample:
@@ -178,6 +198,7 @@ endpoint:
     host_source: "the kubeconfig's server https://ABC.gr7.eu-west-1.eks.amazonaws.com"
     port_source: the Amazon EKS default
     dns_name_warning: "KUBERNETES_SERVICE_HOST ABC.gr7.eu-west-1.eks.amazonaws.com is a DNS name: ..."
+    ebpf: {evidence: [], read: false}
 data:
   description: The ConfigMap data to write (strings); null when not valid.
   returned: when O(gather) has V(endpoint)
@@ -225,7 +246,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endp
 
 _PASSED = ("platform", "allow_ip", "allow_loopback", "kops_cluster_name", "openshift_cluster_name",
            "openshift_base_domain", "mke_host", "kops_host_prefix", "ports", "namespace", "configmap", "operator_deployment",
-           "operator_selector", "previous_pods", "gather", "aws_dns")
+           "operator_selector", "previous_pods", "gather", "aws_dns", "nodes_resolve_host", "ebpf_planned")
 
 
 def _endpoint(m):
@@ -246,6 +267,8 @@ def main():
         endpoint_port=dict(type="int"),
         allow_ip=dict(type="bool", default=False),
         allow_loopback=dict(type="bool", default=False),
+        nodes_resolve_host=dict(type="bool", default=False),
+        ebpf_planned=dict(type="bool", default=False),
         kops_cluster_name=dict(type="str"),
         openshift_cluster_name=dict(type="str"),
         openshift_base_domain=dict(type="str"),

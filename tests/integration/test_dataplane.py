@@ -323,6 +323,80 @@ def test_the_harness_restart_for_felix_issue_11016_replaces_one_calico_node_and_
     assert felix_race.lost_on_nodes(dp) == {}
 
 
+def _services_endpoint(dp, tmp_path, **extra):
+    return Ansible(dp, tmp_path).playbook("playbooks/services_endpoint.yml", inventory="inventories/local/hosts.yml",
+                                          extra_vars=extra)
+
+
+def _failed_messages(result):
+    return [str(t["result"].get("msg", "")) for t in result.tasks if t["result"].get("failed")]
+
+
+def test_a_dns_name_endpoint_is_refused_before_any_write_on_the_ebpf_cluster(dp, tmp_path):
+    """Calico issue 10683 on the real data plane: install_ebpf left Installation default on BPF (and the operator set
+    FelixConfiguration bpfEnabled), so a DNS name for KUBERNETES_SERVICE_HOST - which calico-node resolves at boot,
+    before any Service works - is refused in one line naming services_endpoint_nodes_resolve_host, before any write."""
+    mark = dp.audit.mark()
+    result = _services_endpoint(dp, tmp_path, services_endpoint_host="api.calico-ops.invalid")
+    assert result.rc != 0, result.stdout[-3000:]
+    messages = _failed_messages(result)
+    assert messages and messages[0].startswith(
+        "services_endpoint_nodes_resolve_host: the API server host would be the DNS name api.calico-ops.invalid "
+        "(from services_endpoint_host) on a cluster in eBPF mode (Installation default has "
+        "spec.calicoNetwork.linuxDataplane BPF; FelixConfiguration default has spec.bpfEnabled true)"), messages
+    assert "Set services_endpoint_nodes_resolve_host: true (true or false, default false)" in messages[0]
+    writes = dp.audit.writes_since(mark)
+    assert writes == [], [describe(e) for e in writes]
+    cm = json.loads(dp.kubectl("get", "configmap", "kubernetes-services-endpoint", "-n", "tigera-operator", "-o",
+                               "json").stdout)["data"]
+    assert cm["KUBERNETES_SERVICE_HOST"] == "10.250.%d.1" % dp.cp.state["service_octet"], cm
+
+
+def test_a_calico_node_that_cannot_start_after_the_change_fails_the_job_with_its_reason(dp, tmp_path):
+    """The user states that every node resolves the name (services_endpoint_nodes_resolve_host: true) but none does
+    (each node's resolver is its own loopback, where nothing answers): the ConfigMap is written, the operator restarts
+    and renders calico-node with the name, and the first node's new calico-node cannot reach the API server. The job
+    waits for the rollout and fails quoting that pod's own reason (not Ready, the telling line of its log) instead of
+    returning success. Then the original endpoint is written back (the same job: an IP address), calico-node rolls
+    out on every node again and traffic flows."""
+    octet, port = dp.cp.state["service_octet"], str(dp.cp.state["api_port"])
+    try:
+        result = _services_endpoint(dp, tmp_path, services_endpoint_host="api.calico-ops.invalid",
+                                    services_endpoint_nodes_resolve_host=True, services_endpoint_rollout_timeout=150,
+                                    services_endpoint_poll_interval=5)
+        assert result.rc != 0, result.stdout[-3000:]
+        assert result.result_of("Delete the operator pods so new ones read the ConfigMap - k8s-app=tigera-operator")[
+            "changed"] is True
+        failed = result.result_of("Fail quoting the calico-node pod that cannot start")
+        msg = failed["msg"]
+        assert msg.startswith("calico-node did not roll out with KUBERNETES_SERVICE_HOST=api.calico-ops.invalid "
+                              "KUBERNETES_SERVICE_PORT=%s within 150s of the operator's restart" % port), msg
+        stuck = re.search(r"pods not ready: (calico-node-[a-z0-9]+) Running 0/1 \(not ready: calico-node\) on "
+                          r"(node-\d) - ([^;]*(?:;[^;]*)*)", msg)
+        assert stuck, msg
+        pods = {p["pod"]: p for p in dp.processes("calico-node")}
+        assert stuck.group(1) in pods and pods[stuck.group(1)]["node"] == stuck.group(2), (stuck.groups(), pods)
+        # the pod's own words: its Ready condition, and its log naming the name it could not resolve
+        assert "Ready=False" in msg, msg
+        log_line = msg.split("last log line: ", 1)[1] if "last log line: " in msg else ""
+        assert "api.calico-ops.invalid" in log_line, msg
+        assert "\n" not in msg
+    finally:
+        restored = _services_endpoint(dp, tmp_path, services_endpoint_host="10.250.%d.1" % octet,
+                                      services_endpoint_port=int(port), services_endpoint_rollout_timeout=600)
+    assert restored.rc == 0, "\n".join(_failed_messages(restored)) + restored.stdout[-3000:]
+    assert restored.result_of("Publish the endpoint for the roles that run after this one")["ansible_facts"][
+        "services_endpoint_result"]["calico_node_rolled_out"] is True
+    running = [p for p in dp.processes("calico-node") if p["pid"]]
+    assert sorted(p["node"] for p in running) == sorted(dp.nodes_with_network()), dp.processes("calico-node")
+    for node in dp.nodes_with_network():
+        dp.wait_for(lambda: dp.in_node(node, dp.bin("calico-node"), "-felix-ready", check=False).returncode == 0,
+                    timeout=180, interval=2, what="Felix ready on %s" % node)
+    cluster_ip = _svc(dp, "server")["spec"]["clusterIP"]
+    assert _answer(dp, f"http://{cluster_ip}/hostname") == "server"
+    assert _answer(dp, f"http://{_ip(dp, 'server')}:8080/hostname") == "server"
+
+
 def test_a_node_left_without_calico_node_loses_its_programs_and_gets_them_back(dp):
     """Felix leaves its programs attached when it stops (a restart or a rolling update keeps traffic flowing);
     a node whose calico-node pod goes for good (here: the DaemonSet no longer selects it) has them removed by the

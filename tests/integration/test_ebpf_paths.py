@@ -76,11 +76,20 @@ def test_a_changed_endpoint_reaches_calico_node_through_the_operator_restart(cal
     res = op_ansible.playbook("playbooks/install_ebpf.yml", _vars(cluster, tmp_path))
     assert res.rc == 0, res.stdout[-4000:]
     before = cluster.wait_for_process("tigera-operator", "v1.40.7", timeout=10)
-    res = op_ansible.playbook("playbooks/services_endpoint.yml", {
-        "services_endpoint_platform": "kubeadm", "services_endpoint_host": "api2.cluster.example",
-        "services_endpoint_port": 8443, "services_endpoint_timeout": 120, "services_endpoint_poll_interval": 5},
-        callback="default")
+    job = {"services_endpoint_platform": "kubeadm", "services_endpoint_host": "api2.cluster.example",
+           "services_endpoint_port": 8443, "services_endpoint_timeout": 120, "services_endpoint_poll_interval": 5}
+    # the Installation is BPF: a DNS name only with the statement that every node resolves it (Calico issue 10683)
+    mark = cluster.audit.mark()
+    res = op_ansible.playbook("playbooks/services_endpoint.yml", job, callback="default")
+    assert res.rc != 0 and "services_endpoint_nodes_resolve_host: the API server host would be the DNS name " \
+        "api2.cluster.example" in res.stdout, res.stdout[-4000:]
+    assert cluster.audit.writes_since(mark) == []
+    res = op_ansible.playbook("playbooks/services_endpoint.yml", dict(job, services_endpoint_nodes_resolve_host=True),
+                              callback="default")
     assert res.rc == 0, res.stdout[-4000:]
+    # the job waited for calico-node to carry the new endpoint and roll out before it said so
+    assert "calico-node: rolled out with the new endpoint: DaemonSet calico-system/calico-node" in res.stdout, \
+        res.stdout[-4000:]
     after = cluster.wait_for(lambda: next((p for p in cluster.processes("tigera-operator")
                                            if p["pid"] and p["pod_uid"] != before["pod_uid"]), None),
                              timeout=60, what="an operator process of the new pod")

@@ -92,6 +92,9 @@ def _vars(cluster, tmp_path, **extra):
         "ebpf_install_poll_interval": 3,
         "services_endpoint_host": "api.cluster.example",
         "services_endpoint_port": 6443,
+        # a DNS name on a cluster switched to eBPF needs this statement (Calico issue 10683); kwok's calico-node pods
+        # resolve nothing (no process behind them), so stating it here changes nothing else
+        "services_endpoint_nodes_resolve_host": True,
         "preflight_report_dir": str(tmp_path / "report"),
     }
     out.update(extra)

@@ -420,3 +420,41 @@ def test_a_dns_name_endpoint_is_written_with_the_boot_hang_warning(cluster, ansi
     assert_ok(ip)
     assert not [line for line in ip.result_of("Show the endpoint and what changed")["msg"]
                 if line.startswith("WARNING: ")]
+
+
+def test_a_dns_name_is_refused_before_any_write_when_the_installation_says_bpf(pristine_cluster, tmp_path):
+    """Calico issue 10683, on a control plane of its own (the operator's real CRDs, an Installation default with the
+    BPF data plane, no operator running): a DNS name is refused before any write, in one line naming
+    services_endpoint_nodes_resolve_host and its values; with that statement it is written."""
+    from localcp.fixtures import Ansible
+
+    cluster = pristine_cluster
+    cluster.apply("%s/v3.31.4/manifests/operator-crds.yaml" % cluster.mirror_url)
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/installations.operator.tigera.io")
+    cluster.apply(yaml.safe_dump({"apiVersion": "operator.tigera.io/v1", "kind": "Installation",
+                                  "metadata": {"name": "default"},
+                                  "spec": {"calicoNetwork": {"linuxDataplane": "BPF"}}}))
+    ansible = Ansible(cluster, tmp_path)
+    common = dict(services_endpoint_platform="kubeadm", services_endpoint_host="api.example.com",
+                  services_endpoint_port=6443)
+    mark = cluster.audit.mark()
+    res = run(ansible, **common)
+    assert_failed(res)
+    msgs = failure_messages(res)
+    # the refusal, then the playbook's rescue failing as the job did with the same words and no diagnostics archive
+    # (a refusal before any write changed nothing)
+    assert len(msgs) == 2 and msgs[1].endswith(msgs[0]) and "diagnostics archive" not in msgs[1], msgs
+    assert msgs[0].startswith(
+        "services_endpoint_nodes_resolve_host: the API server host would be the DNS name api.example.com (from "
+        "services_endpoint_host) on a cluster in eBPF mode (Installation default has spec.calicoNetwork.linuxDataplane "
+        "BPF)"), msgs
+    assert "Set services_endpoint_nodes_resolve_host: true (true or false, default false)" in msgs[0]
+    assert "Calico issue 10683" in msgs[0] and msgs[0].endswith("nothing was written")
+    assert cluster.audit.writes_since(mark) == []
+    assert configmap(cluster, "tigera-operator") is None
+    # an IP address needs no resolving; the statement lets the name through
+    res = run(ansible, **dict(common, services_endpoint_nodes_resolve_host=True))
+    assert_ok(res)
+    assert configmap(cluster, "tigera-operator")["data"] == {HOST_KEY: "api.example.com", PORT_KEY: "6443"}
+    shown = res.result_of("Show the endpoint and what changed")["msg"]
+    assert "calico-node: not waited for: the operator did not restart" in shown, shown

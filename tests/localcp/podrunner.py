@@ -766,8 +766,11 @@ class PodRunner:
             pod = self.pods.get(proc.pod["metadata"]["uid"]) or proc.pod
         status = pod.get("status") or {}
         conds = [dict(c) for c in status.get("conditions") or []]
-        have = next((c.get("status") for c in conds if c.get("type") == "Ready"), None)
-        if have == ("True" if want else "False"):
+        ready = next((c for c in conds if c.get("type") == "Ready"), {})
+        message = (f"containers with unready status: [{proc.container['name']}] "
+                   f"(readiness probe: {p['last']})")[:1000]
+        # kwok's stage marks a probed pod not Ready without a word; the kubelet says which container and why
+        if ready.get("status") == ("True" if want else "False") and (want or ready.get("message") == message):
             return
         if p["patched"] and p["patched"][0] == want and time.monotonic() - p["patched"][1] < 1.0:
             return  # written a moment ago; the watch has not brought it back yet
@@ -786,8 +789,7 @@ class PodRunner:
                 cond.pop("message", None)
             else:
                 cond["reason"] = "ContainersNotReady"
-                cond["message"] = (f"containers with unready status: [{proc.container['name']}] "
-                                   f"(readiness probe: {p['last']})")[:1000]
+                cond["message"] = message
         statuses = [dict(c) for c in status.get("containerStatuses") or []]
         for cs in statuses:
             if cs.get("name") == proc.container["name"]:

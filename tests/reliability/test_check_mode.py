@@ -72,7 +72,8 @@ def playbooks(cluster, tmp):
     return {
         "preflight.yml": ({"preflight_report_dir": str(tmp / "report")}, False),
         "services_endpoint.yml": ({"services_endpoint_host": "api.cluster.example", "services_endpoint_port": 6443,
-                                   "services_endpoint_platform": "kubeadm"}, True),
+                                   "services_endpoint_platform": "kubeadm",
+                                   "services_endpoint_nodes_resolve_host": True}, True),
         "kube_proxy.yml": ({"kube_proxy_platform": "kubeadm", "kube_proxy_timeout": 30, "kube_proxy_poll_interval": 1},
                            True),
         "install_ebpf.yml": (install, True),

@@ -419,6 +419,7 @@ PLAYBOOK_VARS = {
     "ebpf_install_wait": False,
     "services_endpoint_host": "api.cluster.example",
     "services_endpoint_port": 6443,
+    "services_endpoint_nodes_resolve_host": True,  # a DNS name for install_ebpf (Calico issue 10683)
     "upgrade_timeout": 5,
     "upgrade_poll_interval": 1,
     "upgrade_etcd_endpoints": ["https://127.0.0.1:2379"],

@@ -29,6 +29,7 @@ import os
 import threading
 import time
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import dataplane
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition
@@ -75,13 +76,7 @@ def _get(client, api_version, plural, name, namespace=None):
 
 def _bpf(client):
     """Is the data plane eBPF? The operator's Installation says so; a manifest install's FelixConfiguration."""
-    inst = _get(client, "operator.tigera.io/v1", "installations", "default")
-    if inst is not None:
-        plane = ((inst.get("spec") or {}).get("calicoNetwork") or {}).get("linuxDataplane")
-        if plane:
-            return plane == "BPF"
-    felix = _get(client, "crd.projectcalico.org/v1", "felixconfigurations", "default")
-    return bool(((felix or {}).get("spec") or {}).get("bpfEnabled"))
+    return dataplane.is_bpf(dataplane.read(client))
 
 
 def _kube_proxy_pods(client, namespace, selector):

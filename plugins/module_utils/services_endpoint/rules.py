@@ -10,6 +10,9 @@ the host has no scheme, path, port or spaces and is a DNS name (an IP literal on
 is 1-65535. Problems are returned, never raised, each naming the variable to set (``prefix`` + field: the
 role passes ``services_endpoint_`` so messages name its variables).
 
+``dns_name_in_ebpf`` refuses a DNS name on a cluster in eBPF mode (or about to be) unless the user states that every
+node resolves it without the cluster (Calico issue 10683: calico-node hangs at boot otherwise).
+
 The platform-specific operator helpers (``deployment_progress``, ``restart_progress``) judge the operator's
 Deployment and pods read from the API, for the role's waits.
 """
@@ -21,6 +24,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition, count
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import ISSUE as DNS_ISSUE
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import is_ip_literal  # noqa: F401
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (  # noqa: F401  pylint: disable=unused-import
     AWS_DNS, AWS_PLATFORMS, DEFAULT_PORTS, KOPS_HOST_PREFIX, MKE_HOST, PLATFORM_TITLES, PLATFORMS, UNSUPPORTED_PLATFORMS)
@@ -279,6 +283,33 @@ def _validated(out, key, validate, came, p):
         for item in found:
             item["message"] += " (%s %s: set %s)" % (came, out["%s_source" % key], var_name(p, key))
     return found
+
+
+def needs_resolving(host):
+    """A DNS name a node must resolve (not an IP address, not a loopback name its /etc/hosts answers)."""
+    return (isinstance(host, _STRING_TYPES) and bool(host.strip()) and not is_ip_literal(host.strip())
+            and not is_loopback_name(host.strip()))
+
+
+def dns_name_in_ebpf(host, host_source, evidence, nodes_resolve_host, prefix=""):
+    """A DNS name for the host of a cluster in eBPF mode (or about to be: ``evidence`` says what says so) is refused
+    unless the user states that every node resolves it without the cluster (``nodes_resolve_host``): calico-node in
+    eBPF mode resolves KUBERNETES_SERVICE_HOST when it starts, before it serves any Service, so a name only the
+    cluster's DNS answers hangs it at boot (Calico issue 10683). An IP address, a loopback name (each node's own
+    /etc/hosts) or no evidence of eBPF: no problem."""
+    if nodes_resolve_host or not evidence or not isinstance(host, _STRING_TYPES) or not host.strip():
+        return []
+    if not needs_resolving(host):
+        return []
+    name = var_name(prefix, "nodes_resolve_host")
+    return [problem(prefix, "nodes_resolve_host",
+                    "the API server host would be the DNS name %s (from %s) on a cluster in eBPF mode (%s): calico-node "
+                    "resolves it when it starts, before it serves any Service, and hangs at boot on a node that "
+                    "cannot resolve it without the cluster's DNS (%s). Set %s: true (true or false, default false) "
+                    "once every node resolves %s through its own resolver or /etc/hosts, or set %s to a static IP "
+                    "address with %s: true; nothing was written"
+                    % (host, host_source or "derived", "; ".join(evidence), DNS_ISSUE, name, host,
+                       var_name(prefix, "host"), var_name(prefix, "allow_ip")))]
 
 
 def configmap_data(host, port):

@@ -6,14 +6,16 @@
 Reads, through the collection's ``Client``: the served API groups (when the platform must be detected or is
 OpenShift), the Nodes (detection only, through the preflight's detector), Infrastructure ``cluster``
 (``config.openshift.io/v1``, OpenShift only, when served), the namespace and ConfigMap
-``kubernetes-services-endpoint``, the operator's Deployment and pods. Then ``services_endpoint_rules`` derives
-and validates the endpoint. It never writes.
+``kubernetes-services-endpoint``, the operator's Deployment and pods, and - for a DNS name the user has not said every
+node resolves - Installation and FelixConfiguration ``default`` (is the cluster in eBPF mode?). Then
+``services_endpoint_rules`` derives and validates the endpoint. It never writes.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import dataplane
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import dns_name_warning
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.detect import choose_platform
@@ -36,7 +38,8 @@ def run_services_endpoint_info(client, server_url, platform="auto", host=None, p
                                mke_host=rules.MKE_HOST, kops_host_prefix=rules.KOPS_HOST_PREFIX, ports=None,
                                namespace="tigera-operator", configmap="kubernetes-services-endpoint",
                                operator_deployment="tigera-operator", operator_selector="k8s-app=tigera-operator",
-                               previous_pods=None, gather=GATHER_CHOICES, prefix="", aws_dns=None):
+                               previous_pods=None, gather=GATHER_CHOICES, prefix="", aws_dns=None,
+                               nodes_resolve_host=False, ebpf_planned=False):
     gather = tuple(gather or GATHER_CHOICES)
     server = rules.parse_server(server_url)
     result = {"server": dict(server or {}, ip=bool(server) and rules.is_ip_literal(server["host"])),
@@ -56,6 +59,8 @@ def run_services_endpoint_info(client, server_url, platform="auto", host=None, p
                 kops_host_prefix=kops_host_prefix, ports=ports, prefix=prefix)
             result["problems"] = endpoint.pop("problems")
             endpoint["dns_name_warning"] = dns_name_warning(endpoint.get("host"))
+            if not result["problems"]:
+                endpoint["ebpf"] = _ebpf_check(client, endpoint, nodes_resolve_host, ebpf_planned, prefix, result)
             result["endpoint"] = endpoint
             if chosen["name"] == "openshift":
                 result["openshift_internal_uri"] = internal
@@ -69,6 +74,21 @@ def run_services_endpoint_info(client, server_url, platform="auto", host=None, p
                                               result.get("configmap"), previous_pods)
     result["api_requests"] = dict(client.requests)
     return result
+
+
+def _ebpf_check(client, endpoint, nodes_resolve_host, ebpf_planned, prefix, result):
+    """Refuse a DNS name on a cluster in eBPF mode, or about to be (``ebpf_planned``: the job switches it), unless the
+    user says every node resolves it (rules.dns_name_in_ebpf). The cluster is read only when that could refuse: a
+    DNS name, no such statement, no switch planned. ``{evidence, read}``."""
+    if nodes_resolve_host or not rules.needs_resolving(endpoint.get("host")):
+        return {"evidence": [], "read": False}
+    if ebpf_planned:
+        evidence = ["%s is true: this job switches it to eBPF" % rules.var_name(prefix, "ebpf_planned")]
+    else:
+        evidence = dataplane.ebpf_evidence(dataplane.read(client))
+    result["problems"].extend(rules.dns_name_in_ebpf(endpoint["host"], endpoint.get("host_source"), evidence,
+                                                     nodes_resolve_host, prefix))
+    return {"evidence": evidence, "read": not ebpf_planned}
 
 
 def _gather_platform(client, platform, groups, aws_dns, prefix, result):

@@ -380,3 +380,40 @@ def test_one_definition_each():
     """The endpoint rules name the platform package's objects, they do not define their own."""
     assert r.parse_server is server.parse_server and r.AWS_DNS == facts.AWS_DNS
     assert r.is_ip_literal is endpoint.is_ip_literal
+
+
+# -- a DNS name on a cluster in eBPF mode (Calico issue 10683) ----------------------------------------------------
+
+BPF = ["Installation default has spec.calicoNetwork.linuxDataplane BPF"]
+
+
+@pytest.mark.parametrize("host, needs", [
+    ("api.example.com", True), ("kubernetes", True), ("api.cluster.local.", True),
+    ("10.0.0.5", False), ("fd00::1", False), ("localhost", False), ("kube.localhost", False), ("", False),
+    (None, False)])
+def test_which_hosts_a_node_must_resolve(host, needs):
+    assert r.needs_resolving(host) is needs
+
+
+def test_a_dns_name_in_ebpf_mode_is_refused_naming_the_variable_and_its_values():
+    found = r.dns_name_in_ebpf("api.example.com", "services_endpoint_host", BPF, False, P)
+    assert fields(found) == ["services_endpoint_nodes_resolve_host"]
+    msg = found[0]["message"]
+    assert msg.startswith("services_endpoint_nodes_resolve_host: the API server host would be the DNS name "
+                          "api.example.com (from services_endpoint_host) on a cluster in eBPF mode (Installation "
+                          "default has spec.calicoNetwork.linuxDataplane BPF): calico-node resolves it when it "
+                          "starts"), msg
+    assert ("Set services_endpoint_nodes_resolve_host: true (true or false, default false) once every node resolves "
+            "api.example.com through its own resolver or /etc/hosts, or set services_endpoint_host to a static IP "
+            "address with services_endpoint_allow_ip: true; nothing was written") in msg
+    assert "Calico issue 10683" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("host, evidence, stated", [
+    ("api.example.com", BPF, True),        # the user says every node resolves it
+    ("api.example.com", [], False),        # not in eBPF mode, nor about to be
+    ("10.0.0.5", BPF, False),              # an address: nothing to resolve
+    ("localhost", BPF, False),             # each node's /etc/hosts (allow_loopback decides)
+])
+def test_no_refusal(host, evidence, stated):
+    assert r.dns_name_in_ebpf(host, "x", evidence, stated, P) == []

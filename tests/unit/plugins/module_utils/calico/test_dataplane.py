@@ -1,0 +1,54 @@
+"""calico/dataplane.py: is the data plane eBPF, from Installation default and FelixConfiguration default."""
+
+import pytest
+
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import dataplane
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import ClientError
+
+from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.read_only_transport import Transport, client
+
+INSTALLATION = "/apis/operator.tigera.io/v1/installations/default"
+FELIX = "/apis/crd.projectcalico.org/v1/felixconfigurations/default"
+
+
+def _inst(plane=None):
+    return {"metadata": {"name": "default"}, "spec": {"calicoNetwork": {"linuxDataplane": plane} if plane else {}}}
+
+
+def _felix(bpf=None):
+    return {"metadata": {"name": "default"}, "spec": {} if bpf is None else {"bpfEnabled": bpf}}
+
+
+@pytest.mark.parametrize("inst, felix, bpf, evidence", [
+    (None, None, False, 0),
+    (_inst("BPF"), None, True, 1),
+    (_inst("Iptables"), _felix(True), False, 1),   # the Installation names the data plane; Felix not switched back yet
+    (_inst(), _felix(True), True, 1),               # an Installation without a data plane: Felix decides
+    (None, _felix(False), False, 0),
+    (_inst("BPF"), _felix(True), True, 2),
+])
+def test_is_bpf_and_the_evidence(inst, felix, bpf, evidence):
+    found = dataplane.state(inst, felix)
+    assert dataplane.is_bpf(found) is bpf
+    assert len(dataplane.ebpf_evidence(found)) == evidence
+
+
+def test_state_reports_what_was_read():
+    assert dataplane.state(_inst("BPF"), None) == {"installation": True, "linux_dataplane": "BPF",
+                                                   "bpf_enabled": None}
+    assert dataplane.state(None, _felix(False)) == {"installation": False, "linux_dataplane": None,
+                                                    "bpf_enabled": False}
+
+
+def test_read_two_gets_and_an_unserved_type_is_none():
+    t = Transport({INSTALLATION: _inst("BPF")})
+    assert dataplane.read(client(t)) == {"installation": True, "linux_dataplane": "BPF", "bpf_enabled": None}
+    assert t.log == [("GET", INSTALLATION), ("GET", FELIX)]
+
+
+def test_read_raises_other_errors():
+    class Forbidden(object):
+        def get(self, *args, **kwargs):
+            raise ClientError("installations.operator.tigera.io default: 403 Forbidden", status=403)
+    with pytest.raises(ClientError):
+        dataplane.read(Forbidden())
