@@ -59,8 +59,10 @@ DEFAULT_WEIGHT = 30
 # whole files (one group each)
 FILE_WEIGHTS = {
     "test_install_ebpf.py": 1900,
-    # a data-plane control plane of its own: install_ebpf with the real calico-node, then traffic (2026-11-28: 160 s)
-    "test_dataplane.py": 350,
+    # a data-plane control plane of its own: install_ebpf with the real calico-node, then traffic (2026-11-28: 160 s;
+    # 2026-12-06 with issue 51's DNS cases, a calico-node that cannot start and its restore: about 550 s alone,
+    # setup 252 s in make test's pool), so it starts early rather than as the pool's tail
+    "test_dataplane.py": 800,
     # a data-plane control plane of its own with the real kube-proxy: six switches under traffic, each calico-node
     # rollout one node at a time behind Felix's readiness (2026-11-28: ~600 s; 2026-12-06, in make test: ~1250 s)
     "test_switch_under_traffic.py": 1250,
