@@ -45,13 +45,13 @@ $(VENV)/.zipimport-cache: tests/tools/zipimport_cache.py $(VENV)/.installed
 # the local control plane harness (tests/localcp) on .venv's path: the tests and the benchmarks import it by its name,
 # localcp, and `python -m localcp` runs from anywhere. A path entry (.venv/harness/localcp, a link to tests/localcp,
 # named by a .pth), not pip's editable install: its import finder cost every Python process of .venv 14 ms at start
-# (pathlib, glob and re imported by site.py; measured 2026-12-06: 30 ms to start Python, 16 ms without it), and the
+# (pathlib, glob and re imported by site.py; measured 2026-12-06: 30 ms to start .venv's Python, 20 ms after), and the
 # tests start thousands (every module of every task, the pod runner's helpers in the nodes).
 $(VENV)/.harness: tests/localcp/pyproject.toml $(VENV)/.installed
 	@$(BIN)/pip uninstall --quiet --yes calico-ops-localcp 2>/dev/null || true
 	@site=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
 		mkdir -p $(VENV)/harness && ln -sfn $(CURDIR)/tests/localcp $(VENV)/harness/localcp && \
-		echo "$(abspath $(VENV))/harness" > "$$site/_calico_ops_localcp.pth"
+		echo "$(VENV)/harness" > "$$site/_calico_ops_localcp.pth"
 	@$(BIN)/python -c 'import localcp' || { echo "error: localcp is not importable from $(VENV)"; exit 1; }
 	@touch $@
 

@@ -158,8 +158,8 @@ step_integration() {
 
 # The main jobs' tests (preflight, install_ebpf, upgrade of each install method, owner_references) with the oldest
 # ansible-core of requires_ansible running the playbooks and the modules: the floor proven against the control plane,
-# not only by sanity and units (issue 35). They run in the integration pool (tests/integration/conftest.py
-# OLDEST_CORE_TESTS, mark oldest_core); this step runs only them, two workers, a control plane each.
+# not only by sanity and units (issue 35). They run in the integration pool (mark oldest_core,
+# tests/integration/conftest.py); this step runs only them, two workers, a control plane each.
 oldest_core_venv() {
   local venv=$ROOT/.build/venv-core-2.16
   [ -x "$venv/bin/ansible-playbook" ] || { echo "error: $venv missing (make .build/venv-core-2.16/.installed)" >&2; return 1; }

@@ -13,14 +13,15 @@ heaviest single tests ran last, on one worker, while the others idled).
 
 Without xdist (a plain ``pytest tests/integration``) the order is this one, longest first, on one control plane.
 
-The oldest ansible-core of requires_ansible runs the main jobs' tests (``OLDEST_CORE_TESTS``) in the same pool:
+The oldest ansible-core of requires_ansible runs the main jobs' tests (mark ``oldest_core``: preflight, install_ebpf,
+the upgrade of each install method, owner_references; issue 35) in the same pool:
 with ``CALICO_OPS_OLDEST_CORE_VENV`` naming its venv (tests/run-checks.sh step integration: .build/venv-core-2.16),
 those tests run that venv's ``ansible-playbook`` and modules (localcp/fixtures.py ``ansible_venv``), the others
 .venv's. Until 2026-12-06 they ran twice, once in the pool on the newest core and again in a step of their own
 (``oldest_core``, 265 to 796 s beside reliability and Molecule); the newest core runs the same jobs in the fault
 matrix (tests/reliability/test_faults.py: install_ebpf, the operator, Helm and manifest upgrades, owner_references,
-each to the end and again) and in the other tests of these files. They carry the mark ``oldest_core``:
-``bash tests/run-checks.sh oldest_core`` runs only them.
+each to the end and again) and in the other tests of these files. ``bash tests/run-checks.sh oldest_core`` runs
+only them.
 """
 
 import os
@@ -30,27 +31,16 @@ import pytest
 from localcp.fixtures import ANSIBLE_VENV_ENV
 
 OLDEST_CORE_VENV_ENV = "CALICO_OPS_OLDEST_CORE_VENV"
-# preflight, install_ebpf, the upgrade of each install method, owner_references (issue 35)
-OLDEST_CORE_TESTS = (
-    "tests/integration/test_preflight.py::test_role_reports_writes_nothing_and_fails_listing_every_failure",
-    "tests/integration/test_preflight.py::test_all_good_ubuntu_2204_node",
-    "tests/integration/test_install_ebpf.py::test_install_ebpf_configmap_path_with_the_real_operator",
-    "tests/integration/test_upgrade.py::test_operator_upgrade",
-    "tests/integration/test_upgrade.py::test_helm_upgrade",
-    "tests/integration/test_upgrade.py::test_manifest_upgrade[calico.yaml]",
-    "tests/integration/test_owner_references.py::test_detach_survive_the_new_uids_then_attach",
-)
 
 
 @pytest.fixture(autouse=True)
 def _ansible_core_under_test(request, monkeypatch):
-    """The oldest core's venv for the tests of ``OLDEST_CORE_TESTS`` when ``CALICO_OPS_OLDEST_CORE_VENV`` names it
+    """The oldest core's venv for the tests marked ``oldest_core`` when ``CALICO_OPS_OLDEST_CORE_VENV`` names it
     (before any fixture of the test's own runs a playbook: autouse fixtures come first in their scope)."""
     venv = os.environ.get(OLDEST_CORE_VENV_ENV)
     if venv and request.node.get_closest_marker("oldest_core"):
         monkeypatch.setenv(ANSIBLE_VENV_ENV, venv)
         request.node.user_properties.append(("ansible_core_venv", venv))
-    yield
 
 PER_TEST = {"test_upgrade.py", "test_ebpf_paths.py", "test_faults.py", "test_datastore_migration.py"}
 
@@ -147,11 +137,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Groups longest first (equal weights keep pytest's order); within a group, pytest's order. The tests of
-    ``OLDEST_CORE_TESTS`` get the mark ``oldest_core``."""
-    for item in items:
-        if item.nodeid.split("@")[0] in OLDEST_CORE_TESTS:
-            item.add_marker("oldest_core")
+    """Groups longest first (equal weights keep pytest's order); within a group, pytest's order."""
     here = [i for i in items if "integration" in i.path.parts or i.path.name in PER_TEST]
     if not here:
         return

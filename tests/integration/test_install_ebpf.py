@@ -136,6 +136,7 @@ def _operator_writes(cluster, mark, resource=None):
 NAMES = ["apiserver", "calico", "goldmane", "whisker"]
 
 
+@pytest.mark.oldest_core  # also on ansible-core 2.16 in make test (tests/integration/conftest.py)
 def test_install_ebpf_configmap_path_with_the_real_operator(calico_clean, op_ansible, tmp_path):
     """The documented path: ConfigMap before the operator, the real operator renders calico-node for BPF with the
     ConfigMap's endpoint and reports TigeraStatus Available, kube-proxy kept off the nodes; a re-run and check

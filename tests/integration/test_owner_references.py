@@ -266,6 +266,7 @@ def test_control_without_the_module_the_garbage_collector_deletes_the_dependents
         assert world.keepers[ns]["metadata"]["uid"] in [r["uid"] for r in obj["metadata"]["ownerReferences"]]
 
 
+@pytest.mark.oldest_core  # also on ansible-core 2.16 in make test (tests/integration/conftest.py)
 def test_detach_survive_the_new_uids_then_attach(cluster, world, namespaces, ansible, tmp_path):
     api = world.api
     assert world.calico_ref_count == 24

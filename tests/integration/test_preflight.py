@@ -64,6 +64,7 @@ def failing_lines_about(result, node):
 
 # -- per node ---------------------------------------------------------------------------------------
 
+@pytest.mark.oldest_core  # also on ansible-core 2.16 in make test (tests/integration/conftest.py)
 def test_all_good_ubuntu_2204_node(cluster, ansible):
     with temporary_nodes(cluster, cluster.node_spec("pf-ubuntu", **UBUNTU_2204)):
         result = preflight(ansible)
@@ -331,6 +332,7 @@ def test_module_reads_nodes_once_and_never_writes(cluster, ansible):
 
 # -- the role -----------------------------------------------------------------------------------------
 
+@pytest.mark.oldest_core  # also on ansible-core 2.16 in make test (tests/integration/conftest.py)
 def test_role_reports_writes_nothing_and_fails_listing_every_failure(cluster, ansible, tmp_path):
     specs = [cluster.node_spec("pf-role-rhel", osImage="Red Hat Enterprise Linux 8.1 (Ootpa)",
                                kernelVersion="4.18.0-147.el8.x86_64"),

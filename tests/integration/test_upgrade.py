@@ -208,7 +208,8 @@ def assert_one_write_per_object(res, writes):
 
 # -- manifest, Kubernetes API datastore -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("flavor", ["calico.yaml", "calico-typha.yaml", "canal.yaml", "calico-policy-only.yaml"])
+@pytest.mark.parametrize("flavor", [pytest.param("calico.yaml", marks=pytest.mark.oldest_core), "calico-typha.yaml",
+                                    "canal.yaml", "calico-policy-only.yaml"])
 def test_manifest_upgrade(cluster, ansible, install, tmp_path, flavor):
     ds_name = node_ds_name(flavor)
     cm_name = "canal-config" if flavor.startswith("canal") else "calico-config"
@@ -424,6 +425,7 @@ def assert_the_operator_rolled_calico(cluster, version, mark):
     assert theirs, "the operator did not write DaemonSet calico-node"
 
 
+@pytest.mark.oldest_core  # also on ansible-core 2.16 in make test (tests/integration/conftest.py)
 def test_operator_upgrade(cluster, ansible, install, tmp_path):
     """v3.29.7 installed with the operator (the real operator v1.36.16 reconciles and reports it), upgraded through
     the collection to v3.31.4: tigera-operator.yaml replaced, the real operator v1.40.7 takes over and rolls
@@ -496,6 +498,7 @@ def helm_release(cluster, name="calico", namespace="tigera-operator"):
     return [r for r in json.loads(proc.stdout) if r["name"] == name][0]
 
 
+@pytest.mark.oldest_core  # also on ansible-core 2.16 in make test (tests/integration/conftest.py)
 def test_helm_upgrade(cluster, ansible, install, tmp_path):
     """Chart tigera-operator v3.27.5 (the real operator v1.32.12 reconciles it), upgraded through the collection:
     the chart's new release, the real operator v1.40.7 rolls calico-system to v3.31.4."""

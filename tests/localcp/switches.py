@@ -9,8 +9,9 @@ DaemonSet, the real calico-node behind the operator's), ``Switches``:
 * deploys the prober's workloads (localcp.prober.workloads: a server pod on node-2, a client pod on node-1, a
   ClusterIP and a NodePort Service) and measures a switch: probers from the client pod (ClusterIP, NodePort on
   node-2, the server pod's IP across nodes) and from node-1's host network (NodePort on node-2) run from before
-  the first write until the data plane has settled and every target answered once more, plus ``SETTLE`` seconds; a ``Timeline`` records, at the moment
-  kube-proxy's DaemonSet stopped selecting nodes, how many calico-node pods were ready on the new template;
+  the first write until the data plane has settled and every target answered once more, plus ``SETTLE`` seconds;
+  a ``Timeline`` records, at the moment kube-proxy's DaemonSet stopped selecting nodes, how many calico-node pods
+  were ready on the new template;
 * runs the switch either with the collection's playbooks or in the documented order by hand with kubectl
   (Calico's documentation, "Enable eBPF on an existing cluster": the ConfigMap, then "Configure kube-proxy", then
   "Enable eBPF mode"; reversed: Installation back to Iptables, then kube-proxy's nodeSelector removed).
@@ -350,16 +351,15 @@ class Switches:
         """Every probe target answers; a node whose running Felix lost vxlan.calico (felix_race.py) gets its
         calico-node restarted first."""
         c = self.cluster
-        try:
-            c.wait_for(lambda: not self.probe_once(), timeout=timeout, interval=2, what="every probe target answering")
+        if self._until_serving(timeout):
             return
-        except Exception:  # noqa: BLE001 - see whether Felix lost its device, else fail as before
-            found = felix_race.lost_on_nodes(c)
-            if not found:
-                raise
+        found = felix_race.lost_on_nodes(c)
+        if not found:
+            raise AssertionError(f"every probe target answering: not within {timeout}s ({self.probe_once()} not)")
         felix_race.heal(c, found)
-        c.wait_for(lambda: not self.probe_once(), timeout=timeout, interval=2,
-                   what=f"every probe target answering after {felix_race.describe(found)}")
+        if not self._until_serving(timeout):
+            raise AssertionError(f"every probe target answering after {felix_race.describe(found)}: not within "
+                                 f"{timeout}s ({self.probe_once()} not)")
 
     def _measure_once(self, name: str, action, bpf_after: bool, kube_proxy_after: bool, timeout: float) -> dict:
         c = self.cluster
@@ -438,7 +438,7 @@ class Switches:
         window runs on until every target answered once more, the same for every switch, by hand or not."""
         try:
             self.cluster.wait_for(lambda: not self.probe_once(), timeout=timeout, interval=1,
-                                  what="every probe target answering after the switch")
+                                  what="every probe target answering")
         except AssertionError:
             return None
         return time.time()

@@ -205,7 +205,7 @@ def from_kubeconfig(kubeconfig, context, environ):
             import yaml
             with open(path) as handle:
                 # libyaml's parser where PyYAML has it (the same safe constructor; a tenth of the pure-Python time)
-                doc = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+                doc = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except Exception:  # unreadable or not YAML: kubernetes.core's client says so
             return None
         base = os.path.dirname(os.path.abspath(path))
