@@ -24,8 +24,9 @@ description:
     node, or a namespace that exists and is not the check's, fails here, before anything is deployed.
   - O(stage=ready) says whether every pod of the workload is Running and Ready and every host pod answers and
     reaches its node's client pod (RV(waiting) says what is not, RV(reason) sums it up in one line - image pull,
-    scheduling, not created, not ready, no answer). With O(wait_timeout) it asks again every O(poll_interval)
-    seconds until the workload is ready or the timeout has passed, inside the one module call.
+    scheduling, not created, not ready, no answer; with O(serving), not served). With O(wait_timeout) it asks
+    again every O(poll_interval) seconds until the workload is ready or the timeout has passed, inside the one
+    module call.
   - O(stage=check) runs the checks and returns one row per check and node pair; O(expect=denied) passes a pod
     pair that does not answer (the role's NetworkPolicy applied), O(expect=restored) one that answers again.
   - O(stage=probe) opens new connections to four targets every O(probe_interval) seconds until O(stop_file) exists
@@ -143,6 +144,14 @@ options:
     description: In O(stage=ready), seconds between two looks while O(wait_timeout) runs.
     type: int
     default: 5
+  serving:
+    description:
+      - In O(stage=ready), also dial each target of the prober once (a pod on another node, the ClusterIP, the
+        NodePort from a pod and from the host network); the workload is ready only when each answers. A job that
+        changes the data plane asks this before its first write, so a network that already fails is known then,
+        naming each target that did not answer (kind C(not served)).
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -209,8 +218,8 @@ waiting:
   elements: str
 reason:
   description:
-    - One line - how many pods each problem keeps (image pull, scheduling, not created, not ready, no answer) and
-      the first of RV(waiting); empty when ready.
+    - One line - how many pods each problem keeps (image pull, scheduling, not created, not ready, no answer) or
+      how many targets did not answer (not served, with O(serving)) and the first of RV(waiting); empty when ready.
   returned: when stage is ready
   type: str
 waited:
@@ -278,6 +287,7 @@ def main():
         probe_max_seconds=dict(type="int", default=3600),
         wait_timeout=dict(type="int", default=0),
         poll_interval=dict(type="int", default=5),
+        serving=dict(type="bool", default=False),
         workers=dict(type="int", default=8),
         variable_prefix=dict(type="str", default=""),
     ), error_prefix="connectivity: ", errors=(ConnectivityError,),

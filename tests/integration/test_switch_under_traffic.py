@@ -32,6 +32,9 @@ The bounds asserted, and why:
 * The documented order done by hand disables kube-proxy before calico-node has switched (asserted from the
   timeline), and on the way back patches the Installation before kube-proxy is back (printed); its counts are
   printed next to the collection's, not bounded (they are what they are).
+* A network that already fails (issue 51): disable_ebpf with every node's Felix hung and no BPF program attached
+  completes and every target answers again (the prober shows when); enable_ebpf on a cluster whose workloads get no
+  packet (a policy denies them) is refused before any write, within the probe workload's short timeout.
 
 Not run here, each for one reason: IPVS (the kernel has no IP_VS; the IPVS guard is tested against kwok's kube-proxy
 in test_kube_proxy.py); ``upgrade`` and ``migrate_to_operator`` under traffic (only v3.31.4's calico-node is built
@@ -46,8 +49,10 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
-from localcp import switches
+from localcp import dataplane, prober, switches
+from localcp.audit import describe
 from localcp.cluster import ControlPlane
 from localcp.fixtures import Ansible, Cluster
 from localcp.nodes import default_specs
@@ -386,3 +391,128 @@ def test_calico_node_killed_in_the_middle_of_enable_ebpf(sw, record_property):
         assert again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
     final = _playbook(sw, "playbooks/enable_ebpf.yml", NO_CONNECTIVITY)
     assert final.rc == 0 and final.changed() == 0
+
+
+def _felix_pids(c, node):
+    """The pids of the Felix processes (``calico-node -felix``) of the calico-node pod on ``node``: the members of
+    that pod's process group (the pod runner starts each in a group of its own) whose command is Felix's."""
+    group = next(p["pid"] for p in c.processes("calico-node") if p["node"] == node and p["pid"])
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if os.getpgid(int(entry.name)) == group and argv[1:2] == [b"-felix"]:
+                out.append(int(entry.name))
+        except (OSError, IndexError):
+            continue
+    return out
+
+
+HUNG = "disable_ebpf, Felix hung"
+# pods of the namespaces that carry workloads here (the test's own and the collection's probe workload): every
+# packet to and from them denied, while Calico's own pods and the control plane's keep working
+DENY_WORKLOADS = {"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
+                  "metadata": {"name": "deny-all-workload-traffic"},
+                  "spec": {"order": 1, "types": ["Ingress", "Egress"],
+                           "selector": f"projectcalico.org/namespace in {{'{NS}', 'calico-ops-connectivity'}}",
+                           "ingress": [{"action": "Deny"}], "egress": [{"action": "Deny"}]}}
+
+
+def test_disable_ebpf_brings_back_a_cluster_whose_felix_hung_with_no_program_serving(sw, record_property):
+    """Issue 51: the way back when the network does not work. On eBPF, every node's Felix hangs (SIGSTOP: its pod
+    stays, not Ready) and the node's BPF programs are gone (as the runner does for a node left without calico-node),
+    so nothing serves: kube-proxy is off, no program translates a Service, and the hung Felix's rules keep the
+    pods' packets. disable_ebpf completes (rc 0): kube-proxy back on every node first (from then the host network
+    reaches the NodePort again), then the Installation to Iptables; the DaemonSet replaces the hung calico-node pods
+    (old pods that are not available go first, whatever maxUnavailable), and with Felix on iptables every target
+    answers again - the prober shows when. The job's own prober measured it or said why not, never blocking the
+    rollback; its check after the rollback passed."""
+    c = sw.cluster
+    sw.ensure_ebpf()
+    hung = {}
+    try:
+        for node in sw.nodes:
+            hung[node] = _felix_pids(c, node)
+            assert hung[node], f"no Felix process on {node}"
+            for pid in hung[node]:
+                os.kill(pid, signal.SIGSTOP)
+            c.in_node(node, "sh", "-c", dataplane.DETACH_PROGRAMS)
+        c.wait_for(lambda: {"clusterip", "nodeport"} <= set(sw.probe_once()), timeout=60, interval=2,
+                   what="the Services unanswered with every Felix hung and no BPF program attached")
+        m = sw.measure(HUNG, lambda: _playbook(sw, "playbooks/disable_ebpf.yml", WITH_CHECK_AFTER),
+                       bpf_after=False, kube_proxy_after=True)
+    finally:
+        for pid in (p for pids in hung.values() for p in pids):  # a failure leaves no Felix stopped behind
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    text = _report(record_property, sw, [HUNG])
+    result = m["result"]
+    assert result.rc == 0, result.stdout[-3000:]
+    for target, t in m["targets"].items():
+        assert t["recovered"], f"{target} not answering at the end\n{text}"
+        if target != "late-endpoint":
+            assert t["failed"] > 0, f"{target} answered while nothing served it: not a broken network\n{text}"
+    # the job's order on a broken network too: kube-proxy on every node before the Installation left eBPF
+    running, nodes = m["kube_proxy_running_then"]
+    assert running == nodes == len(sw.nodes), f"Installation left eBPF with kube-proxy on {running}/{nodes}\n{text}"
+    records = prober.read(sw.workdir / HUNG / "client.jsonl") + prober.read(sw.workdir / HUNG / "node.jsonl")
+    started = min(r["t"] for r in records)
+    print("answering again, seconds after the prober started (the job 3 s later; the Installation left eBPF "
+          f"{m['left_bpf_at']} s into it): " + ", ".join(
+              f"{target} {t['last_failure'] - started:.0f}" for target, t in sorted(m["targets"].items())))
+    # the hung Felix processes went with their pods (the DaemonSet replaced them)
+    alive = [pid for pids in hung.values() for pid in pids if Path(f"/proc/{pid}").exists()]
+    assert not alive, f"hung Felix processes still there: {alive}"
+    # the job's measurement: its prober's figures or the one line saying why it did not run - never a wait that
+    # blocked the rollback - and its check after the rollback, which passed
+    shown = [t for t in result.tasks if t["task"].endswith("Show the disruption measured during the job")]
+    assert shown or "disable_ebpf: disruption not measured: " in result.stdout, result.stdout[-3000:]
+    checked = result.result_of("Gather the rows of every check")["ansible_facts"]["connectivity_result"]
+    assert checked["rows"] and checked["failures"] == [], checked["failures"]
+    assert c.kubectl("get", "namespace", "calico-ops-connectivity", check=False).returncode != 0
+
+
+def test_enable_ebpf_on_a_cluster_whose_workloads_get_no_packet_is_refused_before_any_write(sw):
+    """Issue 51: a GlobalNetworkPolicy denies every packet to and from the workloads (the probe workload's too). The
+    probe workload gets ready (Calico lets a node's own host network reach its local pods, which is how its host
+    pods reach their client pods), but before the job's first write each of its prober's targets must answer once,
+    and none does: enable_ebpf is refused within connectivity_probe_ready_timeout (60 s here), naming each target,
+    what its dial met and the variable that turns measurement off; its probe workload is removed and nothing else
+    was written. The policy removed, traffic flows."""
+    c = sw.cluster
+    sw.ensure_iptables()
+    c.kubectl("apply", "-f", "-", input=yaml.safe_dump(DENY_WORKLOADS))
+    try:
+        c.wait_for(lambda: {"clusterip", "pod"} <= set(sw.probe_once()), timeout=60, interval=2,
+                   what="the workloads' traffic denied by the policy")
+        mark = c.audit.mark()
+        result = _playbook(sw, "playbooks/enable_ebpf.yml", {"connectivity_probe_ready_timeout": 60})
+        writes = c.audit.writes_since(mark)
+    finally:
+        c.kubectl("delete", "globalnetworkpolicies.projectcalico.org", DENY_WORKLOADS["metadata"]["name"],
+                  "--ignore-not-found")
+    assert result.rc != 0, result.stdout[-3000:]
+    ready = result.result_of("Wait until every probe pod runs and answers through the API server, in seconds at "
+                             "most - 60")
+    assert ready["ready"] is False and ready["waited"] <= 60 + 15, ready
+    msg = result.result_of("Refuse the job before its first write (the probe workload did not get ready)")["msg"]
+    assert msg.startswith("connectivity: enable_ebpf refused before any write: the probe workload in "
+                          "calico-ops-connectivity was not ready within 60 s (connectivity_probe_ready_timeout) - "
+                          "not served: 4 (first: "), msg
+    for target in ("pod_to_pod node-1 -> node-2: ", "pod_to_service node-1 -> ClusterIP ",
+                   "pod_to_nodeport node-1 -> node-2: ", "host_to_nodeport node-1 -> node-2: "):
+        assert target in msg, (target, msg)
+    assert "ebpf_install_enable_measure_disruption=false" in msg, msg
+    # the probe workload's objects and namespace alone, deployed and removed
+    assert writes and all(e["objectRef"].get("namespace") == "calico-ops-connectivity"
+                          or (e["objectRef"]["resource"] == "namespaces"
+                              and e["objectRef"].get("name") == "calico-ops-connectivity") for e in writes), \
+        [describe(e) for e in writes]
+    assert c.kubectl("get", "namespace", "calico-ops-connectivity", check=False).returncode != 0
+    inst = switches._get(c, "installation.operator.tigera.io", "default")
+    assert inst["spec"]["calicoNetwork"].get("linuxDataplane", "Iptables") == "Iptables"
+    sw.wait_serving()

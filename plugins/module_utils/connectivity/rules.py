@@ -421,7 +421,7 @@ def disruption_lines(summary):
 
 IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
 # what keeps the probe workload from being ready, in the order a user acts on it
-READINESS_KINDS = ("image pull", "scheduling", "not created", "not ready", "no answer")
+READINESS_KINDS = ("image pull", "scheduling", "not created", "not ready", "no answer", "not served")
 
 
 def pod_problem(waiting_reasons, unschedulable):

@@ -9,7 +9,8 @@ apply and kubernetes.core's delete):
 * ``plan``: one LIST of nodes, kube-proxy's pods and the Services the checks need; the manifests of the workload;
   a node selector that matches nothing fails here, before anything is deployed;
 * ``ready``: is every pod of the workload Running, Ready, with an address, and does every host pod answer through
-  the API server and reach its node's client pod? (asked again inside the call until it is, or ``wait_timeout``);
+  the API server and reach its node's client pod? With ``serving``, does each of the prober's targets answer one new
+  connection? (asked again inside the call until it is, or ``wait_timeout``);
 * ``check``: every dial of the checks asked for, ``workers`` at a time, each pair tried up to ``attempts`` times;
   ``expect: denied`` (a NetworkPolicy applied) passes a pair that does not answer, and keeps trying the pairs that
   still answer until ``timeout`` (Felix programs a policy within seconds);
@@ -197,7 +198,20 @@ def ready(client, p, layout, workers):
         if answer[0] != "ok":
             kinds.append("no answer")
             waiting.append("host pod %s on %s to client pod %s: %s" % (x["host"], x["node"], x["client"], answer[1]))
+    if not waiting and p.get("serving"):
+        _not_served(client, p, rules.probe_targets(layout, ips, services, p["http_port"]), workers, kinds, waiting)
     return {"ready": not waiting, "waiting": waiting, "kinds": kinds, "ips": ips, "services": services}
+
+
+def _not_served(client, p, targets, workers, kinds, waiting):
+    """With ``serving`` (before a job that changes the data plane): one new connection to each of the prober's
+    targets; each that does not answer is a line of ``waiting`` (kind ``not served``). A network that already fails
+    is then known before the job's first write, with the target and what the dial met."""
+    for job, (answer, exc) in zip(targets, in_order(lambda j: _dial(client, p, j), targets, workers)):
+        outcome, detail = ("failed", str(exc).splitlines()[0][:200]) if exc is not None else answer[:2]
+        if outcome != "ok":
+            kinds.append("not served")
+            waiting.append("%s %s -> %s: %s" % (job["target"], job["from"], job["to"], detail))
 
 
 def wait_ready(client, p, layout, sleep=time.sleep, clock=time.monotonic):

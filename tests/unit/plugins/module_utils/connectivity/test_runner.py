@@ -1,6 +1,9 @@
 """connectivity/runner.py: bad input refused before any request, and the plan and ready stages behind the real
 ``Client`` over the in-memory API server."""
 
+import json
+from urllib.parse import parse_qsl
+
 import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity import rules
@@ -158,3 +161,54 @@ def planned_layout(_dyn):
 def test_the_wait_options_are_checked_by_the_shared_wait_rule():
     with pytest.raises(ConnectivityError, match="poll_interval is 0: give whole seconds, at least 1"):
         validate(params(stage="ready", poll_interval=0))
+
+
+def _ready_workload(dyn):
+    """Every pod of the workload Running and Ready with an address, and its two Services (as the API server has them
+    once the workload is up); returns pod IP -> pod name."""
+    planned = run_stage(client(dyn), params(stage="plan"))
+    names = {}
+    for i, doc in enumerate(d for d in planned["manifests"] if d["kind"] == "Pod"):
+        names["10.244.0.%d" % (i + 10)] = doc["metadata"]["name"]
+        dyn.put("v1", "pods", dict(doc, status={"phase": "Running", "podIP": "10.244.0.%d" % (i + 10),
+                                                "conditions": [{"type": "Ready", "status": "True"}]}))
+    ns = rules.DEFAULT_NAMESPACE
+    dyn.add_type("v1", "services", "Service")
+    dyn.put("v1", "services", {"metadata": {"name": "server", "namespace": ns},
+                               "spec": {"clusterIP": "10.96.0.50", "ports": [{"port": 80}]}})
+    dyn.put("v1", "services", {"metadata": {"name": "server-nodeport", "namespace": ns},
+                               "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30500}]}})
+    return names
+
+
+def test_with_serving_the_ready_stage_dials_each_target_of_the_prober_and_names_those_not_served(monkeypatch):
+    """The host pods reach their client pods (the workload is ready), but nothing answers the ClusterIP nor the
+    NodePort: without ``serving`` the workload counts as ready; with it, each of the prober's four targets is dialled
+    once and each that does not answer is named with what its dial met (agnhost's own error), kind ``not served``.
+    The API server's pod proxy is stood in here (agnhost's /dial answers); the real path: test_switch_under_traffic."""
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.connectivity import runner
+    dyn = _cluster()
+    names = _ready_workload(dyn)
+    asked = []
+
+    def answer(host, port):
+        if host == "10.96.0.50" or port == "30500":
+            return {"errors": ["dial tcp %s:%s: i/o timeout" % (host, port)]}
+        return {"responses": [names[host]]}
+
+    def proxy(_client, _namespace, pod, _port, query, path="dial"):
+        asked.append(pod)
+        if query["request"].startswith("dial?"):  # a host pod asked to have its client pod dial
+            inner = dict(parse_qsl(query["request"].split("?", 1)[1]))
+            return json.dumps({"responses": [json.dumps(answer(inner["host"], inner["port"]))]})
+        return json.dumps(answer(query["host"], query["port"]))
+    monkeypatch.setattr(runner, "_proxy", proxy)
+    assert run_stage(client(dyn), params(stage="ready"))["ready"] is True
+    hops = len(asked)
+    out = run_stage(client(dyn), params(stage="ready", serving=True))
+    assert len(asked) == 2 * hops + 4, asked  # the host pods' hops, then the prober's four targets once each
+    assert out["ready"] is False
+    assert sorted(w.split(":")[0] for w in out["waiting"]) == [
+        "host_to_nodeport n1 -> n2", "pod_to_nodeport n1 -> n2", "pod_to_service n1 -> ClusterIP 10.96.0.50"]
+    assert out["reason"].startswith("not served: 3 (first: "), out["reason"]
+    assert "i/o timeout" in out["reason"]
