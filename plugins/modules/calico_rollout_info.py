@@ -79,6 +79,14 @@ options:
     type: bool
     default: false
     version_added: "0.2.0"
+  felix_bpf:
+    description:
+      - The DaemonSet (calico-node) counts as rolled out only once the operator has switched Felix to eBPF -
+        FelixConfiguration C(default) has C(spec.bpfEnabled) true (operators v1.36 and later), or O(container)
+        carries C(FELIX_BPFENABLED=true) (before) - read on every poll with the DaemonSet.
+    type: bool
+    default: false
+    version_added: "0.2.0"
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
@@ -156,7 +164,8 @@ def _rollout(m):
 
     def once(log_lines):
         return read(client, p["namespace"], p["daemonset"], p["deployments"], p["datastore"],
-                    container=p["container"], env=env, log_lines=log_lines, absent_ok=p["absent_ok"])
+                    container=p["container"], env=env, log_lines=log_lines, absent_ok=p["absent_ok"],
+                    felix_bpf=p["felix_bpf"])
     result = watch(once, p["wait"], p["wait_timeout"], p["hold"], p["poll_interval"], p["log_lines"])
     waited = result["waited"]
     if result["ready"]:
@@ -183,6 +192,7 @@ def main():
         env=dict(type="dict", default={}),
         log_lines=dict(type="int", default=0),
         absent_ok=dict(type="bool", default=False),
+        felix_bpf=dict(type="bool", default=False),
     ), subject=lambda p: describe_object("apps/v1", "daemonsets" if p["daemonset"] else "deployments", p["namespace"],
                                          p["daemonset"] or ",".join(p["deployments"]) or None)).run(_rollout)
 

@@ -99,6 +99,19 @@ options:
     type: list
     elements: str
     default: [calico-system/calico-node, kube-system/calico-node]
+  wait_timeout:
+    description:
+      - Read again every O(poll_interval) seconds until the DaemonSet has settled for O(state) (C(settled) of RV(daemonset)),
+        for this many seconds at most, inside the one module run (no retried task); V(0) reads once. The module does
+        not fail when it has not settled; C(line) of RV(daemonset) quotes the DaemonSet's own status for the caller.
+    type: int
+    default: 0
+    version_added: "0.2.0"
+  poll_interval:
+    description: Seconds between two reads while O(wait_timeout) runs.
+    type: int
+    default: 5
+    version_added: "0.2.0"
 attributes:
   check_mode:
     support: full
@@ -184,6 +197,10 @@ calico_api:
   type: dict
   sample: {daemonset: calico-system/calico-node, direct: true, host: 10.0.0.10, port: "6443",
            source: "the container's env (rendered from ConfigMap kubernetes-services-endpoint)"}
+waited:
+  description: The seconds the module read for (with O(wait_timeout); 0 for one read).
+  returned: always
+  type: float
 api_requests:
   description: How many API requests the module made (C(read), C(write); write is always 0).
   returned: always
@@ -192,6 +209,8 @@ api_requests:
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.rules import (
     DEFAULT_NODE_SELECTOR, FELIX_FIELD, STATES)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.runner import run_kube_proxy_info
@@ -203,10 +222,17 @@ _PASSED = ("state", "platform", "namespace", "daemonset", "configmaps", "pod_sel
 
 
 def _kube_proxy(m):
-    if not m.params["node_selector"]:
-        m.fail("node_selector: must have at least one key (a label no node carries)")
-    server_url = m.server_url()
-    return run_kube_proxy_info(m.client(), server_url=server_url, **dict((k, m.params[k]) for k in _PASSED))
+    p = m.params
+    bad = ([] if p["node_selector"] else ["node_selector: must have at least one key (a label no node carries)"]
+           ) + wait_problems(p["wait_timeout"], p["poll_interval"])
+    if bad:
+        m.fail("; ".join(bad))
+    server_url, client = m.server_url(), m.client()
+    result, waited, _polls = poll(
+        lambda: run_kube_proxy_info(client, server_url=server_url, **dict((k, p[k]) for k in _PASSED)),
+        lambda r: r["daemonset"]["settled"], p["wait_timeout"], p["poll_interval"])
+    result["waited"] = waited
+    return result
 
 
 def main():
@@ -228,6 +254,8 @@ def main():
         kops_binary=dict(type="str", default="kops"),
         kops_spec_file=dict(type="str", default="cluster.yaml"),
         calico_node=dict(type="list", elements="str", default=["calico-system/calico-node", "kube-system/calico-node"]),
+        wait_timeout=dict(type="int", default=0),
+        poll_interval=dict(type="int", default=5),
     ), error_prefix="kube-proxy: ",
         subject=lambda p: describe_object("apps/v1", "daemonsets", p["namespace"], p["daemonset"])).run(_kube_proxy)
 

@@ -43,6 +43,32 @@ options:
         failing - for a summary that shows what it may see under a narrow RBAC role.
     type: bool
     default: false
+  wait_condition:
+    description:
+      - Wait until every object of every entry has this status condition (C(type), and C(status), default
+        C("True")), reading them all again every O(poll_interval) seconds inside the one module run, for
+        O(wait_timeout) seconds at most - as C(kubernetes.core.k8s_info)'s C(wait_condition), with no retried task.
+        An entry that finds no object is not satisfied. RV(satisfied) says whether it came, RV(unmet) what was still
+        missing in the objects' own conditions; the module does not fail on a timeout (the caller decides).
+    type: dict
+    version_added: "0.2.0"
+  wait_absent:
+    description:
+      - Wait until no entry finds any object (each deleted, as a controller removes what it no longer wants), in the
+        same way as O(wait_condition); RV(unmet) names what is still there. Not with O(wait_condition).
+    type: bool
+    default: false
+    version_added: "0.2.0"
+  wait_timeout:
+    description: With O(wait_condition) or O(wait_absent), seconds to wait at most (V(0) - read once).
+    type: int
+    default: 0
+    version_added: "0.2.0"
+  poll_interval:
+    description: With O(wait_condition) or O(wait_absent), seconds between two reads.
+    type: int
+    default: 5
+    version_added: "0.2.0"
 seealso:
   - module: kubernetes.core.k8s_info
 """
@@ -82,6 +108,24 @@ objects:
       forbidden: false
       found: true
       resources: [{apiVersion: operator.tigera.io/v1, kind: Installation, metadata: {name: default}}]
+satisfied:
+  description:
+    - With O(wait_condition), whether every object had the condition by the end of the wait; with O(wait_absent),
+      whether every object was gone.
+  returned: when wait_condition or wait_absent is set
+  type: bool
+waited:
+  description: With O(wait_condition) or O(wait_absent), the seconds the wait took.
+  returned: when wait_condition or wait_absent is set
+  type: float
+unmet:
+  description:
+    - With O(wait_condition), one line per entry that found nothing or object without the condition, with the
+      object's own conditions (type=status and message); with O(wait_absent), one per object still there; empty
+      when satisfied.
+  returned: when wait_condition or wait_absent is set
+  type: list
+  elements: str
 api_requests:
   description: How many API requests the module made (C(read), C(write); write is always 0).
   returned: always
@@ -90,17 +134,28 @@ api_requests:
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.read import (
-    entry_problem, read_objects, subject)
+    condition_problem, entry_problem, read_objects, subject, wait_objects)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import DEFAULT_WORKERS, workers_problem
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 
 
 def _read(m):
-    entries = m.params["objects"]
-    problems = [p for p in [workers_problem(m.params["workers"])] + [entry_problem(i, e) for i, e in enumerate(entries)]
-                if p]
+    p = m.params
+    entries, wanted = p["objects"], p["wait_condition"]
+    problems = [workers_problem(p["workers"])] + [entry_problem(i, e) for i, e in enumerate(entries)]
+    if wanted is not None:
+        problems.append(condition_problem(wanted))
+    if wanted is not None and p["wait_absent"]:
+        problems.append("wait_condition and wait_absent: give one of them")
+    if wanted is not None or p["wait_absent"]:
+        problems += wait_problems(p["wait_timeout"], p["poll_interval"])
+    problems = [x for x in problems if x]
     if problems:
         m.fail("; ".join(problems))
-    return read_objects(m.client(), entries, m.params["workers"], allow_forbidden=m.params["allow_forbidden"])
+    if wanted is None and not p["wait_absent"]:
+        return read_objects(m.client(), entries, p["workers"], allow_forbidden=p["allow_forbidden"])
+    return wait_objects(m.client(), entries, wanted, p["wait_timeout"], p["poll_interval"], p["workers"],
+                        allow_forbidden=p["allow_forbidden"])
 
 
 def main():
@@ -108,6 +163,10 @@ def main():
         objects=dict(type="list", elements="dict", required=True),
         allow_forbidden=dict(type="bool", default=False),
         workers=dict(type="int", default=DEFAULT_WORKERS),
+        wait_condition=dict(type="dict"),
+        wait_absent=dict(type="bool", default=False),
+        wait_timeout=dict(type="int", default=0),
+        poll_interval=dict(type="int", default=5),
     ), error_prefix="reading objects failed: ", subject=subject).run(_read)
 
 

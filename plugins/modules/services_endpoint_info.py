@@ -117,7 +117,7 @@ options:
   previous_pods:
     description:
       - Names of operator pods that were deleted; C(operator.restart) tells whether they are gone and a new pod
-        is Running and Ready (for a wait with C(until)).
+        is Running and Ready (for a wait with O(wait_timeout)).
     type: list
     elements: str
   aws_dns:
@@ -142,6 +142,20 @@ options:
     description: Fail when the endpoint is not valid (otherwise RV(problems) lists why).
     type: bool
     default: true
+  wait_timeout:
+    description:
+      - With O(gather) V(operator), read again every O(poll_interval) seconds until the operator's Deployment has
+        rolled out (and, with O(previous_pods), a new pod replaced them), for this many seconds at most, inside the
+        one module run (no retried task); V(0) reads once. The module does not fail when it has not; C(operator.line)
+        and C(operator.restart.line) quote the cluster's own status for the caller.
+    type: int
+    default: 0
+    version_added: "0.2.0"
+  poll_interval:
+    description: Seconds between two reads while O(wait_timeout) runs.
+    type: int
+    default: 5
+    version_added: "0.2.0"
 attributes:
   check_mode:
     support: full
@@ -235,10 +249,16 @@ api_requests:
   returned: always
   type: dict
   sample: {read: 5, write: 0}
+waited:
+  description: The seconds the module read for (with O(wait_timeout); 0 for one read).
+  returned: always
+  type: float
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import (
     KOPS_HOST_PREFIX, MKE_HOST, MODULE_NAMES, PLATFORM_CHOICES)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.runner import (
@@ -249,12 +269,25 @@ _PASSED = ("platform", "allow_ip", "allow_loopback", "kops_cluster_name", "opens
            "operator_selector", "previous_pods", "gather", "aws_dns", "nodes_resolve_host", "ebpf_planned")
 
 
+def _operator_back(result):
+    """The operator's Deployment rolled out and, after a restart (previous_pods), a new pod in place of the old."""
+    operator = result.get("operator") or {}
+    return bool(operator.get("rolled_out")) and bool((operator.get("restart") or {"restarted": True}).get("restarted"))
+
+
 def _endpoint(m):
     p = m.params
-    server_url = m.server_url()
-    result = run_services_endpoint_info(
-        m.client(), server_url, host=p["endpoint_host"], port=p["endpoint_port"],
-        prefix=p["names_prefix"] or dict(MODULE_NAMES), **dict((k, p[k]) for k in _PASSED))
+    bad = wait_problems(p["wait_timeout"], p["poll_interval"]) + (
+        ["wait_timeout: waits for the operator; give gather: [operator]"]
+        if p["wait_timeout"] and "operator" not in p["gather"] else [])
+    if bad:
+        m.fail("; ".join(bad))
+    server_url, client = m.server_url(), m.client()
+    result, waited, _polls = poll(lambda: run_services_endpoint_info(
+        client, server_url, host=p["endpoint_host"], port=p["endpoint_port"],
+        prefix=p["names_prefix"] or dict(MODULE_NAMES), **dict((k, p[k]) for k in _PASSED)),
+        _operator_back, p["wait_timeout"], p["poll_interval"])
+    result["waited"] = waited
     if p["fail_on_problems"] and result["problems"]:
         m.fail("; ".join(x["message"] for x in result["problems"]), changed=False, **result)
     return result
@@ -284,6 +317,8 @@ def main():
         names_prefix=dict(type="str", default=""),
         fail_on_problems=dict(type="bool", default=True),
         aws_dns=dict(type="bool"),
+        wait_timeout=dict(type="int", default=0),
+        poll_interval=dict(type="int", default=5),
     ), error_prefix="services endpoint: ",
         subject=lambda p: describe_object("v1", "configmaps", p["namespace"], p["configmap"])).run(_endpoint)
 

@@ -179,6 +179,21 @@ def template_problem(ds, container, env):
         container, ", ".join(wrong))
 
 
+def felix_problem(felix, ds, container):
+    """None when the operator has switched Felix to eBPF: FelixConfiguration ``default`` has ``spec.bpfEnabled``
+    true (operators v1.36 and later), or the template's ``container`` carries ``FELIX_BPFENABLED=true`` (before);
+    else what it shows instead."""
+    enabled = ((felix or {}).get("spec") or {}).get("bpfEnabled")
+    if "%s" % enabled in ("True", "true"):
+        return None
+    value = env_value(container_of(ds, container), "FELIX_BPFENABLED")[0]
+    if ("%s" % value).lower() == "true":
+        return None
+    return ("Felix not switched to eBPF yet: FelixConfiguration default has %s, and container %s carries %s" % (
+        "spec.bpfEnabled %s" % enabled if enabled is not None else ("no spec.bpfEnabled" if felix else "not been created"),
+        container, "FELIX_BPFENABLED=%s" % value if value is not None else "no FELIX_BPFENABLED"))
+
+
 def daemonset_state(ds, pods=(), datastore="kubernetes", logs=None, container=None, env=None):
     """``(done, line, problems)`` for a DaemonSet and its pods; ``logs``: ``{pod name: telling log line}``;
     ``env``: values its template's ``container`` must carry (``template_problem``)."""
@@ -283,10 +298,11 @@ def stuck_logs(client, namespace, ds, pods, container, log_lines, datastore="kub
 
 
 def read(client, namespace, daemonset=None, deployments=(), datastore="kubernetes", container=None, env=None,
-         log_lines=0, absent_ok=False):
+         log_lines=0, absent_ok=False, felix_bpf=False):
     """GET the DaemonSet, LIST its pods (by its selector), GET each Deployment; judge. ``log_lines``: read that many
     lines of the log of the stuck pods and quote the telling one. ``absent_ok``: a DaemonSet that does not exist is
-    nothing to wait for (``found`` false)."""
+    nothing to wait for (``found`` false). ``felix_bpf``: also GET FelixConfiguration ``default``; not rolled out
+    until the operator has switched Felix to eBPF (``felix_problem``)."""
     ds_item, pods, logs, ds = None, [], {}, None
     if daemonset:
         ds = client.get("apps/v1", "daemonsets", daemonset, namespace=namespace)
@@ -302,6 +318,12 @@ def read(client, namespace, daemonset=None, deployments=(), datastore="kubernete
     deps = [((namespace, d), client.get("apps/v1", "deployments", d, namespace=namespace))
             for d in deployments or []]
     result = judge(ds_item, pods, deps, datastore, logs, container or daemonset, env)
+    if felix_bpf and ds is not None:
+        felix = client.get("crd.projectcalico.org/v1", "felixconfigurations", "default")
+        problem = felix_problem(felix, ds, container or daemonset)
+        if problem:
+            result["problems"].append("DaemonSet %s/%s: %s" % (namespace, daemonset, problem))
+            result.update(ready=False, message="; ".join(result["problems"]))
     result["found"] = ds is not None if daemonset else None
     return result
 

@@ -21,7 +21,9 @@ __metaclass__ = type
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import Kinds
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition as status_condition
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import in_order
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll
 
 FIELDS = ("api_version", "kind", "namespace", "name", "label_selectors")
 
@@ -101,6 +103,56 @@ def read_objects(client, entries, workers=8, allow_forbidden=False):
                     "name": entry.get("name"), "label": _label(entry), "served": rtype is not None,
                     "forbidden": forbidden, "found": bool(resources), "resources": resources or []})
     return {"objects": out, "api_requests": dict(client.requests)}
+
+
+CONDITION_STATUSES = ("True", "False", "Unknown")
+
+
+def condition_problem(wanted):
+    """A bad ``wait_condition``, one line naming the option; None when it is good."""
+    if not isinstance(wanted, dict) or not isinstance(wanted.get("type"), str) or not wanted["type"]:
+        return "wait_condition: give the condition's type, e.g. {type: Available}, not %r" % (wanted,)
+    if str(wanted.get("status", "True")) not in CONDITION_STATUSES:
+        return "wait_condition.status is %r: one of %s" % (wanted.get("status"), ", ".join(CONDITION_STATUSES))
+    return None
+
+
+def unmet(objects, wanted):
+    """What keeps ``objects`` (``read_objects``' entries) from the status condition ``wanted`` (``type``,
+    ``status`` - default True), one line per entry or object, each with the object's own conditions; [] when
+    every entry has found its objects and each of them has it."""
+    ctype, status = wanted["type"], str(wanted.get("status", "True"))
+    out = []
+    for o in objects:
+        if not o["found"]:
+            out.append("%s: %s" % (o["label"], "not served" if not o["served"] else "not found"))
+        for r in o["resources"]:
+            if status_condition(r, ctype).get("status") != status:
+                conditions = ((r.get("status") or {}).get("conditions")) or []
+                out.append("%s/%s: %s" % (o["kind"], r["metadata"].get("name"), "; ".join(
+                    "%s=%s%s" % (c.get("type"), c.get("status"), (": " + c["message"]) if c.get("message") else "")
+                    for c in conditions) or "no conditions reported"))
+    return out
+
+
+def still_there(objects):
+    """One line per object that exists (for a wait until every entry finds none); [] when all are gone."""
+    return ["%s/%s: still there%s" % (o["kind"], r["metadata"].get("name"), " (deleted at %s)" % r["metadata"][
+        "deletionTimestamp"] if r["metadata"].get("deletionTimestamp") else "")
+        for o in objects for r in o["resources"]]
+
+
+def wait_objects(client, entries, wanted, timeout, interval, workers=8, allow_forbidden=False, **clock):
+    """``read_objects`` again every ``interval`` seconds until every object has the condition ``wanted`` (None:
+    until no entry finds any object), or ``timeout`` seconds passed, inside one call (no retried task); with
+    ``satisfied``, ``waited`` and ``unmet`` (what was still missing or still there, in the objects' own words)."""
+    def left(objects):
+        return still_there(objects) if wanted is None else unmet(objects, wanted)
+    out, waited, _polls = poll(lambda: read_objects(client, entries, workers, allow_forbidden),
+                               lambda r: not left(r["objects"]), timeout, interval, **clock)
+    missing = left(out["objects"])
+    out.update(satisfied=not missing, waited=waited, unmet=missing, api_requests=dict(client.requests))
+    return out
 
 
 def subject(params):

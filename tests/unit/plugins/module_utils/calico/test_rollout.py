@@ -290,3 +290,41 @@ def test_watch_without_wait_reads_once():
     reads = _Reads(False)
     result = rollout.watch(reads.once, sleep=reads.sleep, clock=reads.clock)
     assert reads.calls == [0] and result["polls"] == 1 and result["waited"] == 0.0
+
+
+class FelixClient(LogClient):
+    """LogClient with FelixConfiguration default (None: not created yet)."""
+
+    def __init__(self, ds_obj, pods, felix):
+        super(FelixClient, self).__init__(ds_obj, pods, {})
+        self.felix = felix
+
+    def get(self, api_version, plural, name, namespace=None):
+        if plural == "felixconfigurations":
+            assert (api_version, name) == ("crd.projectcalico.org/v1", "default")
+            return self.felix
+        return super(FelixClient, self).get(api_version, plural, name, namespace)
+
+
+def test_felix_bpf_waits_for_the_operators_switch_either_way_it_makes_it():
+    """Operators v1.36 and later set FelixConfiguration default bpfEnabled; before, FELIX_BPFENABLED in calico-node's
+    environment. Until one of them says true, a rolled-out calico-node is not done, naming what each shows."""
+    pods = [pod("calico-node-%d" % i) for i in range(3)]
+    rolled = with_env(ds(), FELIX_BPFENABLED="false")
+    out = rollout.read(FelixClient(rolled, pods, {"spec": {"bpfEnabled": False}}), "calico-system", "calico-node",
+                       felix_bpf=True)
+    assert out["ready"] is False
+    assert out["problems"] == ["DaemonSet calico-system/calico-node: Felix not switched to eBPF yet: "
+                               "FelixConfiguration default has spec.bpfEnabled False, and container calico-node "
+                               "carries FELIX_BPFENABLED=false"], out["problems"]
+    assert out["message"] == out["problems"][0]
+    none = rollout.read(FelixClient(ds(), pods, None), "calico-system", "calico-node", felix_bpf=True)
+    assert none["problems"][0].endswith("FelixConfiguration default has not been created, and container "
+                                        "calico-node carries no FELIX_BPFENABLED"), none["problems"]
+    assert rollout.read(FelixClient(ds(), pods, {"spec": {"bpfEnabled": True}}), "calico-system", "calico-node",
+                        felix_bpf=True)["ready"] is True
+    assert rollout.read(FelixClient(with_env(ds(), FELIX_BPFENABLED="true"), pods, {"spec": {}}), "calico-system",
+                        "calico-node", felix_bpf=True)["ready"] is True
+    # without felix_bpf FelixConfiguration is not read
+    assert rollout.read(FelixClient(rolled, pods, {"spec": {"bpfEnabled": False}}), "calico-system",
+                        "calico-node")["ready"] is True

@@ -4,7 +4,8 @@ each group-version discovered once, unserved types and missing objects reported 
 import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.read import entry_problem, read_objects
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.read import (
+    condition_problem, entry_problem, read_objects, wait_objects)
 
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.fake_k8s import client
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.objects_cluster import cluster, gets
@@ -99,3 +100,61 @@ def test_a_forbidden_read_is_reported_only_when_allowed():
     with pytest.raises(ClientError) as err:
         read_objects(client(dyn), entries)
     assert err.value.status == 403
+
+
+OPERATOR = [{"api_version": "apps/v1", "kind": "Deployment", "namespace": "tigera-operator", "name": "op"}]
+
+
+def _clock():
+    now, slept = [0.0], []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+    return {"sleep": sleep, "clock": lambda: now[0]}, slept
+
+
+def test_a_wait_for_a_condition_reads_again_inside_one_call_and_quotes_the_objects_own_conditions():
+    """The operator Deployment not Available: read at 0, 5 and 10 s of a 12 s wait (no retried task, so no
+    "FAILED - RETRYING" line), then not satisfied, quoting its conditions; once Available, satisfied at the first
+    read."""
+    dyn = cluster()
+    dyn.put("apps/v1", "deployments", {"metadata": {"name": "op", "namespace": "tigera-operator"}, "status": {
+        "conditions": [{"type": "Available", "status": "False", "message": "Deployment does not have minimum availability."},
+                       {"type": "Progressing", "status": "True"}]}})
+    clock, slept = _clock()
+    out = wait_objects(client(dyn), OPERATOR, {"type": "Available"}, 12, 5, **clock)
+    assert slept == [5, 5] and out["waited"] == 10 and out["satisfied"] is False
+    assert out["unmet"] == ["Deployment/op: Available=False: Deployment does not have minimum availability.; "
+                            "Progressing=True"]
+    assert out["objects"][0]["resources"][0]["status"]["conditions"][0]["status"] == "False"
+    dyn.put("apps/v1", "deployments", {"metadata": {"name": "op", "namespace": "tigera-operator"}, "status": {
+        "conditions": [{"type": "Available", "status": "True"}]}})
+    clock, slept = _clock()
+    out = wait_objects(client(dyn), OPERATOR, {"type": "Available", "status": "True"}, 12, 5, **clock)
+    assert slept == [] and out["satisfied"] is True and out["unmet"] == [] and out["waited"] == 0
+
+
+def test_an_entry_that_finds_nothing_does_not_satisfy_a_wait():
+    clock, _slept = _clock()
+    out = wait_objects(client(cluster()), [dict(OPERATOR[0], name="gone")], {"type": "Available"}, 0, 5, **clock)
+    assert out["satisfied"] is False
+    assert out["unmet"] == ["apps/v1 Deployment tigera-operator/gone: not found"]
+
+
+def test_a_bad_wait_condition_names_the_option():
+    assert condition_problem({"type": "Available"}) is None
+    assert condition_problem({"type": "Ready", "status": "False"}) is None
+    assert condition_problem({}).startswith("wait_condition: give the condition's type")
+    assert condition_problem({"type": "Ready", "status": "yes"}) == (
+        "wait_condition.status is 'yes': one of True, False, Unknown")
+
+
+def test_a_wait_until_gone_reads_again_until_no_entry_finds_an_object():
+    dyn = cluster()
+    clock, slept = _clock()
+    out = wait_objects(client(dyn), OPERATOR, None, 7, 5, **clock)
+    assert slept == [5] and out["satisfied"] is False and out["unmet"] == ["Deployment/op: still there"]
+    clock, slept = _clock()
+    out = wait_objects(client(dyn), [dict(OPERATOR[0], name="gone")], None, 7, 5, **clock)
+    assert slept == [] and out["satisfied"] is True and out["unmet"] == []
