@@ -148,6 +148,7 @@ polls:
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.rollout import read, watch
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import argument_spec as wait_argument_spec
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 
 
@@ -180,14 +181,12 @@ def _rollout(m):
 
 def main():
     K8sModule(dict(
+        wait_argument_spec(),
         namespace=dict(type="str", required=True),
         daemonset=dict(type="str"),
         deployments=dict(type="list", elements="str", default=[]),
         datastore=dict(type="str", choices=["kubernetes", "etcd"], default="kubernetes"),
-        wait=dict(type="bool", default=False),
         hold=dict(type="int", default=0),
-        wait_timeout=dict(type="int", default=600),
-        poll_interval=dict(type="int", default=10),
         container=dict(type="str"),
         env=dict(type="dict", default={}),
         log_lines=dict(type="int", default=0),

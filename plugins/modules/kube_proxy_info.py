@@ -22,10 +22,14 @@ description:
     C(projectcalico.org/v3) when served, else C(crd.projectcalico.org/v1)) - or the kOps commands.
   - Returns the merge patches for O(state) and, for the waits, whether the DaemonSet has settled (0 scheduled
     pods when disabled, every desired pod updated and ready when enabled) with a line quoting its status.
+  - With O(wait=true) it reads again every O(poll_interval) seconds until the DaemonSet has settled, inside the one
+    module run (no retried task), for O(wait_timeout) seconds at most; it does not fail when it has not settled
+    (the caller quotes C(line) of RV(daemonset)).
   - Never writes.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
+  - calico_ops.lifecycle.wait
 options:
   state:
     description: The state wanted; the patches and C(daemonset.settled) are for it.
@@ -99,19 +103,6 @@ options:
     type: list
     elements: str
     default: [calico-system/calico-node, kube-system/calico-node]
-  wait_timeout:
-    description:
-      - Read again every O(poll_interval) seconds until the DaemonSet has settled for O(state) (C(settled) of RV(daemonset)),
-        for this many seconds at most, inside the one module run (no retried task); V(0) reads once. The module does
-        not fail when it has not settled; C(line) of RV(daemonset) quotes the DaemonSet's own status for the caller.
-    type: int
-    default: 0
-    version_added: "0.2.0"
-  poll_interval:
-    description: Seconds between two reads while O(wait_timeout) runs.
-    type: int
-    default: 5
-    version_added: "0.2.0"
 attributes:
   check_mode:
     support: full
@@ -198,7 +189,7 @@ calico_api:
   sample: {daemonset: calico-system/calico-node, direct: true, host: 10.0.0.10, port: "6443",
            source: "the container's env (rendered from ConfigMap kubernetes-services-endpoint)"}
 waited:
-  description: The seconds the module read for (with O(wait_timeout); 0 for one read).
+  description: The seconds the module read for (with O(wait=true); 0 for one read).
   returned: always
   type: float
 api_requests:
@@ -209,8 +200,9 @@ api_requests:
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import argument_spec as wait_argument_spec
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import until
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.rules import (
     DEFAULT_NODE_SELECTOR, FELIX_FIELD, STATES)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.runner import run_kube_proxy_info
@@ -228,15 +220,16 @@ def _kube_proxy(m):
     if bad:
         m.fail("; ".join(bad))
     server_url, client = m.server_url(), m.client()
-    result, waited, _polls = poll(
+    result, waited = until(
         lambda: run_kube_proxy_info(client, server_url=server_url, **dict((k, p[k]) for k in _PASSED)),
-        lambda r: r["daemonset"]["settled"], p["wait_timeout"], p["poll_interval"])
+        lambda r: r["daemonset"]["settled"], p)
     result["waited"] = waited
     return result
 
 
 def main():
     K8sModule(dict(
+        wait_argument_spec(),
         state=dict(type="str", default="disabled", choices=list(STATES)),
         platform=dict(type="str", default="auto", choices=list(PLATFORM_CHOICES)),
         namespace=dict(type="str", default="kube-system"),
@@ -254,8 +247,6 @@ def main():
         kops_binary=dict(type="str", default="kops"),
         kops_spec_file=dict(type="str", default="cluster.yaml"),
         calico_node=dict(type="list", elements="str", default=["calico-system/calico-node", "kube-system/calico-node"]),
-        wait_timeout=dict(type="int", default=0),
-        poll_interval=dict(type="int", default=5),
     ), error_prefix="kube-proxy: ",
         subject=lambda p: describe_object("apps/v1", "daemonsets", p["namespace"], p["daemonset"])).run(_kube_proxy)
 

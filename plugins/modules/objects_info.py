@@ -28,6 +28,7 @@ extends_documentation_fragment:
   - calico_ops.lifecycle.attributes
   - calico_ops.lifecycle.attributes.read_only
   - calico_ops.lifecycle.workers
+  - calico_ops.lifecycle.wait
 options:
   objects:
     description:
@@ -45,29 +46,20 @@ options:
     default: false
   wait_condition:
     description:
-      - Wait until every object of every entry has this status condition (C(type), and C(status), default
-        C("True")), reading them all again every O(poll_interval) seconds inside the one module run, for
-        O(wait_timeout) seconds at most - as C(kubernetes.core.k8s_info)'s C(wait_condition), with no retried task.
-        An entry that finds no object is not satisfied. RV(satisfied) says whether it came, RV(unmet) what was still
-        missing in the objects' own conditions; the module does not fail on a timeout (the caller decides).
+      - The status condition every object of every entry must have (C(type), and C(status), default C("True")), as
+        C(kubernetes.core.k8s_info)'s C(wait_condition). An entry that finds no object does not have it.
+        RV(satisfied) says whether they have it, RV(unmet) what is missing in the objects' own conditions. With
+        O(wait=true), read again every O(poll_interval) seconds inside the one module run (no retried task) until
+        they have it, for O(wait_timeout) seconds at most; the module does not fail when they do not (the caller
+        decides).
     type: dict
     version_added: "0.2.0"
   wait_absent:
     description:
-      - Wait until no entry finds any object (each deleted, as a controller removes what it no longer wants), in the
-        same way as O(wait_condition); RV(unmet) names what is still there. Not with O(wait_condition).
+      - Instead of O(wait_condition), whether no entry finds any object (each deleted, as a controller removes what
+        it no longer wants); with O(wait=true), until then. RV(unmet) names what is still there.
     type: bool
     default: false
-    version_added: "0.2.0"
-  wait_timeout:
-    description: With O(wait_condition) or O(wait_absent), seconds to wait at most (V(0) - read once).
-    type: int
-    default: 0
-    version_added: "0.2.0"
-  poll_interval:
-    description: With O(wait_condition) or O(wait_absent), seconds between two reads.
-    type: int
-    default: 5
     version_added: "0.2.0"
 seealso:
   - module: kubernetes.core.k8s_info
@@ -115,7 +107,7 @@ satisfied:
   returned: when wait_condition or wait_absent is set
   type: bool
 waited:
-  description: With O(wait_condition) or O(wait_absent), the seconds the wait took.
+  description: With O(wait_condition) or O(wait_absent), the seconds the wait took (0 for one read).
   returned: when wait_condition or wait_absent is set
   type: float
 unmet:
@@ -136,6 +128,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module im
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.read import (
     condition_problem, entry_problem, read_objects, subject, wait_objects)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.parallel import DEFAULT_WORKERS, workers_problem
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import argument_spec as wait_argument_spec
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 
 
@@ -147,26 +140,25 @@ def _read(m):
         problems.append(condition_problem(wanted))
     if wanted is not None and p["wait_absent"]:
         problems.append("wait_condition and wait_absent: give one of them")
-    if wanted is not None or p["wait_absent"]:
-        problems += wait_problems(p["wait_timeout"], p["poll_interval"])
-    problems = [x for x in problems if x]
+    if p["wait"] and wanted is None and not p["wait_absent"]:
+        problems.append("wait: give what to wait for, wait_condition or wait_absent")
+    problems = [x for x in problems + wait_problems(p["wait_timeout"], p["poll_interval"]) if x]
     if problems:
         m.fail("; ".join(problems))
     if wanted is None and not p["wait_absent"]:
         return read_objects(m.client(), entries, p["workers"], allow_forbidden=p["allow_forbidden"])
-    return wait_objects(m.client(), entries, wanted, p["wait_timeout"], p["poll_interval"], p["workers"],
-                        allow_forbidden=p["allow_forbidden"])
+    return wait_objects(m.client(), entries, wanted, p["wait_timeout"] if p["wait"] else 0, p["poll_interval"],
+                        p["workers"], allow_forbidden=p["allow_forbidden"])
 
 
 def main():
     K8sModule(dict(
+        wait_argument_spec(),
         objects=dict(type="list", elements="dict", required=True),
         allow_forbidden=dict(type="bool", default=False),
         workers=dict(type="int", default=DEFAULT_WORKERS),
         wait_condition=dict(type="dict"),
         wait_absent=dict(type="bool", default=False),
-        wait_timeout=dict(type="int", default=0),
-        poll_interval=dict(type="int", default=5),
     ), error_prefix="reading objects failed: ", subject=subject).run(_read)
 
 

@@ -32,9 +32,14 @@ description:
   - With O(platform=auto) the platform is the one the preflight detects (M(calico_ops.lifecycle.ebpf_preflight_info)'s
     detector, from node labels, providerID and served API groups).
   - Also reports the current ConfigMap and the operator's Deployment and pods (O(gather)). Never writes.
+  - With O(wait=true) (and O(gather) V(operator)) it reads again every O(poll_interval) seconds until the operator's
+    Deployment has rolled out (and, with O(previous_pods), a new pod replaced them), inside the one module run, for
+    O(wait_timeout) seconds at most, and fails when it has not, quoting the Deployment's status line and the
+    restart's (or the operator's pods).
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
+  - calico_ops.lifecycle.wait
 options:
   platform:
     description: The platform; V(auto) uses the preflight's detection.
@@ -117,7 +122,7 @@ options:
   previous_pods:
     description:
       - Names of operator pods that were deleted; C(operator.restart) tells whether they are gone and a new pod
-        is Running and Ready (for a wait with O(wait_timeout)).
+        is Running and Ready.
     type: list
     elements: str
   aws_dns:
@@ -142,20 +147,6 @@ options:
     description: Fail when the endpoint is not valid (otherwise RV(problems) lists why).
     type: bool
     default: true
-  wait_timeout:
-    description:
-      - With O(gather) V(operator), read again every O(poll_interval) seconds until the operator's Deployment has
-        rolled out (and, with O(previous_pods), a new pod replaced them), for this many seconds at most, inside the
-        one module run (no retried task); V(0) reads once. The module does not fail when it has not; C(operator.line)
-        and C(operator.restart.line) quote the cluster's own status for the caller.
-    type: int
-    default: 0
-    version_added: "0.2.0"
-  poll_interval:
-    description: Seconds between two reads while O(wait_timeout) runs.
-    type: int
-    default: 5
-    version_added: "0.2.0"
 attributes:
   check_mode:
     support: full
@@ -250,17 +241,18 @@ api_requests:
   type: dict
   sample: {read: 5, write: 0}
 waited:
-  description: The seconds the module read for (with O(wait_timeout); 0 for one read).
+  description: The seconds the module read for (with O(wait=true); 0 for one read).
   returned: always
   type: float
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import argument_spec as wait_argument_spec
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import until
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import (
-    KOPS_HOST_PREFIX, MKE_HOST, MODULE_NAMES, PLATFORM_CHOICES)
+    KOPS_HOST_PREFIX, MKE_HOST, MODULE_NAMES, PLATFORM_CHOICES, operator_back, operator_not_back)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.runner import (
     GATHER_CHOICES, run_services_endpoint_info)
 
@@ -269,25 +261,20 @@ _PASSED = ("platform", "allow_ip", "allow_loopback", "kops_cluster_name", "opens
            "operator_selector", "previous_pods", "gather", "aws_dns", "nodes_resolve_host", "ebpf_planned")
 
 
-def _operator_back(result):
-    """The operator's Deployment rolled out and, after a restart (previous_pods), a new pod in place of the old."""
-    operator = result.get("operator") or {}
-    return bool(operator.get("rolled_out")) and bool((operator.get("restart") or {"restarted": True}).get("restarted"))
-
-
 def _endpoint(m):
     p = m.params
     bad = wait_problems(p["wait_timeout"], p["poll_interval"]) + (
-        ["wait_timeout: waits for the operator; give gather: [operator]"]
-        if p["wait_timeout"] and "operator" not in p["gather"] else [])
+        ["wait: waits for the operator; give gather: [operator]"] if p["wait"] and "operator" not in p["gather"] else [])
     if bad:
         m.fail("; ".join(bad))
     server_url, client = m.server_url(), m.client()
-    result, waited, _polls = poll(lambda: run_services_endpoint_info(
+    result, waited = until(lambda: run_services_endpoint_info(
         client, server_url, host=p["endpoint_host"], port=p["endpoint_port"],
         prefix=p["names_prefix"] or dict(MODULE_NAMES), **dict((k, p[k]) for k in _PASSED)),
-        _operator_back, p["wait_timeout"], p["poll_interval"])
+        lambda r: operator_back(r.get("operator")), p)
     result["waited"] = waited
+    if p["wait"] and not operator_back(result.get("operator")):
+        m.fail(operator_not_back(result.get("operator"), p["wait_timeout"]), changed=False, **result)
     if p["fail_on_problems"] and result["problems"]:
         m.fail("; ".join(x["message"] for x in result["problems"]), changed=False, **result)
     return result
@@ -295,6 +282,7 @@ def _endpoint(m):
 
 def main():
     K8sModule(dict(
+        wait_argument_spec(),
         platform=dict(type="str", default="auto", choices=list(PLATFORM_CHOICES)),
         endpoint_host=dict(type="str"),
         endpoint_port=dict(type="int"),
@@ -317,8 +305,6 @@ def main():
         names_prefix=dict(type="str", default=""),
         fail_on_problems=dict(type="bool", default=True),
         aws_dns=dict(type="bool"),
-        wait_timeout=dict(type="int", default=0),
-        poll_interval=dict(type="int", default=5),
     ), error_prefix="services endpoint: ",
         subject=lambda p: describe_object("v1", "configmaps", p["namespace"], p["configmap"])).run(_endpoint)
 

@@ -113,14 +113,13 @@ polls:
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.tigerastatus import read
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import describe_object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import argument_spec as wait_argument_spec
 
 
 def main():
     K8sModule(dict(
+        wait_argument_spec(),
         expected=dict(type="list", elements="str", default=[]),
-        wait=dict(type="bool", default=False),
-        wait_timeout=dict(type="int", default=600),
-        poll_interval=dict(type="int", default=10),
         fail_on_reasons=dict(type="list", elements="str", default=[]),
         fail_after=dict(type="int", default=60),
     ), error_prefix="reading TigeraStatus failed: ",

@@ -15,12 +15,10 @@ tests/integration/test_connection_secrets.py proves it on a job run at ``-vvv`` 
 """
 
 import re
-from pathlib import Path
 
 import yaml
+from task_tree import FILES, ROOT, entries
 
-ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted(list((ROOT / "playbooks").glob("*.yml")) + list((ROOT / "roles").glob("*/tasks/*.yml")))
 GROUP = "group/calico_ops.lifecycle.k8s"
 OPTIONS = re.compile(r"^\{\{ calico_k8s_auth \| default\(\{\}\) \| calico_ops\.lifecycle\.k8s_auth_options\("
                      r"(\w+|calico_kubeconfig \| default\(''\)), (\w+|calico_context \| default\(''\))\) \}\}$")
@@ -28,20 +26,9 @@ NO_LOG = "{{ (calico_k8s_auth | default({})).K8S_AUTH_API_KEY | default('', true
 KCORE = re.compile(r"^kubernetes\.core\.")
 
 
-def _entries(node):
-    """Every play, block and task (a mapping with a keyword) under ``node``."""
-    if isinstance(node, list):
-        for item in node:
-            yield from _entries(item)
-    elif isinstance(node, dict):
-        yield node
-        for key in ("tasks", "pre_tasks", "post_tasks", "handlers", "block", "rescue", "always"):
-            yield from _entries(node.get(key))
-
-
 def _all():
     for path in FILES:
-        for entry in _entries(yaml.safe_load(path.read_text())):
+        for entry in entries(yaml.safe_load(path.read_text())):
             yield path.relative_to(ROOT).as_posix(), entry
 
 

@@ -5,12 +5,8 @@ would show the user lines that read as failures.
 The loops left are named here, each with why it is still one; a new ``until`` in a role or playbook fails this test.
 """
 
-from pathlib import Path
-
 import yaml
-
-ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted(list((ROOT / "playbooks").glob("*.yml")) + list((ROOT / "roles").glob("*/tasks/*.yml")))
+from task_tree import FILES, ROOT, entries
 
 # (file, task name's start): why it still retries
 LEFT = {
@@ -23,19 +19,9 @@ LEFT = {
 }
 
 
-def _tasks(node):
-    if isinstance(node, list):
-        for item in node:
-            yield from _tasks(item)
-    elif isinstance(node, dict):
-        yield node
-        for key in ("tasks", "pre_tasks", "post_tasks", "handlers", "block", "rescue", "always"):
-            yield from _tasks(node.get(key))
-
-
 def _loops():
     for path in FILES:
-        for task in _tasks(yaml.safe_load(path.read_text())):
+        for task in entries(yaml.safe_load(path.read_text())):
             if "until" in task:
                 yield path.relative_to(ROOT).as_posix(), " ".join(str(task.get("name") or "").split())
 
@@ -51,4 +37,4 @@ def test_no_task_waits_with_an_until_loop_but_those_named():
 
 def test_the_scan_finds_an_until_loop():
     task = yaml.safe_load("- name: a wait\n  ansible.builtin.command: 'true'\n  until: false\n  retries: 1\n")
-    assert [t.get("until") for t in _tasks(task)] == [False]
+    assert [t.get("until") for t in entries(task)] == [False]

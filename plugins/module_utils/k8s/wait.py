@@ -28,6 +28,20 @@ def poll(read, done, timeout, interval, sleep=time.sleep, clock=time.monotonic):
         sleep(interval)
 
 
+def argument_spec():
+    """The wait options every waiting module takes (documented by the fragment ``calico_ops.lifecycle.wait``)."""
+    return dict(wait=dict(type="bool", default=False), wait_timeout=dict(type="int", default=600),
+                poll_interval=dict(type="int", default=10))
+
+
+def until(read, done, params, **clock):
+    """``poll`` with a module's wait options: with ``wait`` until ``done`` or ``wait_timeout``, else one read;
+    returns ``(result, waited)``."""
+    result, waited, _polls = poll(read, done, params["wait_timeout"] if params["wait"] else 0,
+                                  params["poll_interval"], **clock)
+    return result, waited
+
+
 def problems(timeout, interval, prefix=""):
     """Bad wait options, one line each naming the option."""
     out = []

@@ -378,6 +378,23 @@ def restart_progress(pods, previous):
             "line": line}
 
 
+def operator_back(operator):
+    """The operator's Deployment rolled out and, after a restart (``restart`` of ``restart_progress``), a new pod
+    Running and Ready in place of the old ones."""
+    operator = operator or {}
+    return bool(operator.get("rolled_out")) and bool((operator.get("restart") or {"restarted": True})["restarted"])
+
+
+def operator_not_back(operator, timeout):
+    """One line: the operator not back within ``timeout`` seconds, in the cluster's words (its Deployment's status
+    line, then the restart's line or its pods)."""
+    operator = operator or {}
+    restart = operator.get("restart") or {}
+    return "the operator did not come back within %ss: %s; %s" % (
+        timeout, operator.get("line") or "its Deployment was not found",
+        restart.get("line") or "operator pods: %s" % (", ".join(operator.get("pod_lines") or []) or "none"))
+
+
 def configmap_written_at(cm):
     """When the ConfigMap was last written (RFC 3339, UTC, whole seconds): the latest ``time`` of its managedFields
     (each writer's last change), else its creationTimestamp; None for no ConfigMap."""

@@ -1,6 +1,6 @@
 """k8s/wait.py: the wait inside one module call, on a fake clock."""
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll, problems
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import argument_spec, poll, problems, until
 
 
 def _clock():
@@ -35,3 +35,22 @@ def test_problems_name_the_option():
     assert problems(-1, 0, prefix="x_") == ["x_wait_timeout is -1: give whole seconds, at least 0",
                                             "x_poll_interval is 0: give whole seconds, at least 1"]
     assert problems(True, 5) == ["wait_timeout is True: give whole seconds, at least 0"]
+
+
+def test_until_reads_once_without_wait_and_until_done_with_it():
+    """``until`` is ``poll`` with a module's wait options (argument_spec): ``wait`` false is one read whatever the
+    timeout; with ``wait`` it reads again every poll_interval until done or wait_timeout."""
+    params = dict((k, v["default"]) for k, v in argument_spec().items())
+    assert params == {"wait": False, "wait_timeout": 600, "poll_interval": 10}
+    now, reads = [0.0], []
+
+    def read():
+        reads.append(now[0])
+        return len(reads)
+
+    def sleep(seconds):
+        now[0] += seconds
+    assert until(read, lambda n: n >= 3, params, sleep=sleep, clock=lambda: now[0]) == (1, 0.0)
+    reads[:] = []
+    assert until(read, lambda n: n >= 3, dict(params, wait=True), sleep=sleep, clock=lambda: now[0]) == (3, 20.0)
+    assert reads == [0.0, 10.0, 20.0]

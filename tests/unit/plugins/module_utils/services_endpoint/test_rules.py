@@ -417,3 +417,18 @@ def test_a_dns_name_in_ebpf_mode_is_refused_naming_the_variable_and_its_values()
 ])
 def test_no_refusal(host, evidence, stated):
     assert r.dns_name_in_ebpf(host, "x", evidence, stated, P) == []
+
+
+def test_the_operator_is_back_once_rolled_out_and_restarted_and_otherwise_quoted_in_one_line():
+    """The wait of services_endpoint_info (wait: true) ends on operator_back, and fails with operator_not_back."""
+    line = "Deployment tigera-operator/tigera-operator: replicas 1, available 0"
+    assert r.operator_back({"rolled_out": True}) is True  # no restart asked for
+    assert r.operator_back({"rolled_out": True, "restart": {"restarted": False}}) is False
+    assert r.operator_back({"rolled_out": False, "restart": {"restarted": True}}) is False
+    assert r.operator_back(None) is False
+    restart = r.restart_progress([pod("op-old", deleting=True)], ["op-old"])
+    msg = r.operator_not_back({"rolled_out": False, "line": line, "restart": restart}, 900)
+    assert msg == "the operator did not come back within 900s: %s; %s" % (line, restart["line"])
+    assert r.operator_not_back({"line": line, "pod_lines": ["op-1 Pending"]}, 60).endswith("; operator pods: op-1 Pending")
+    assert r.operator_not_back({}, 60) == ("the operator did not come back within 60s: its Deployment was not found; "
+                                           "operator pods: none")
