@@ -33,6 +33,10 @@ description:
   - A value given in an option (O(method), O(datastore), O(flavor), O(version), O(variant), O(alp),
     O(istio_version)) overrides the detected one; the detected one is still returned in RV(detected).
   - Makes about a dozen requests (LIST/GET of the objects above) and never writes.
+  - With O(wait=true) and O(wait_version), it reads again every O(poll_interval) seconds, inside the one module run,
+    until the cluster reports that version (the detected version and ClusterInformation's, or no ClusterInformation
+    unless O(wait_cluster_information)), for O(wait_timeout) seconds at most, and fails when it does not, quoting
+    both versions and where each was read.
 author:
   - calico_ops maintainers (@calico-ops)
 options:
@@ -89,7 +93,21 @@ options:
     description: Deployment of Istio's control plane; its image tag gives the Istio version.
     type: str
     default: istiod
+  wait_version:
+    description:
+      - The Calico version (C(vX.Y.Z)) to wait for with O(wait=true), as a rollout ends on it (the upgrade's
+        verification, the fleet rollout's gate). Required with O(wait=true).
+    type: str
+    version_added: "0.2.0"
+  wait_cluster_information:
+    description:
+      - With O(wait_version), ClusterInformation C(default) must report the version too (a manifest install with the
+        Kubernetes API datastore, whose calico-node writes it); otherwise a missing ClusterInformation is accepted.
+    type: bool
+    default: false
+    version_added: "0.2.0"
 extends_documentation_fragment:
+  - calico_ops.lifecycle.wait
   - kubernetes.core.k8s_auth_options
   - calico_ops.lifecycle.attributes
   - calico_ops.lifecycle.attributes.read_only
@@ -107,6 +125,12 @@ EXAMPLES = r"""
 - name: The cluster has no ClusterInformation yet; say which version is installed
   calico_ops.lifecycle.calico_facts:
     version: v3.27.5
+
+- name: Wait up to 10 minutes until the cluster reports Calico v3.31.4 (fails quoting what it reports)
+  calico_ops.lifecycle.calico_facts:
+    wait: true
+    wait_version: v3.31.4
+    wait_timeout: 600
 """
 
 RETURN = r"""
@@ -163,15 +187,28 @@ requests:
   returned: always
   type: dict
   sample: {read: 13, write: 0}
+waited:
+  description: The seconds the module read for (with O(wait=true); 0 for one read).
+  returned: always
+  type: float
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.facts import run
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.facts_rules import (
+    reports_version, version_not_reported)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.objects import DEFAULT_NAMES
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule, k8s_argument_spec
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import argument_spec as wait_argument_spec
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import until
 
 
 def argument_spec():
     spec = k8s_argument_spec(dict(
+        wait_argument_spec(),
+        wait_version=dict(type="str"),
+        wait_cluster_information=dict(type="bool", default=False),
         method=dict(type="str", choices=["helm", "operator", "manifest", "none"]),
         datastore=dict(type="str", choices=["kubernetes", "etcd"]),
         flavor=dict(type="str", choices=["calico.yaml", "calico-typha.yaml", "canal.yaml",
@@ -187,8 +224,32 @@ def argument_spec():
 
 
 def _facts(m):
-    result = run(m.client(), m.params)
+    p = m.params
+    bad = wait_problems(p["wait_timeout"], p["poll_interval"]) + (
+        ["wait: waits for a version; give wait_version"] if p["wait"] and not p["wait_version"] else [])
+    if bad:
+        m.fail("; ".join(bad))
+    client = m.client()
+
+    def read():
+        try:
+            return run(client, p)
+        except ClientError as exc:  # while a rollout goes on a read may fail: with wait, read again until the timeout
+            if not p["wait"]:
+                raise
+            return {"error": exc}
+
+    def done(r):
+        return "error" not in r and reports_version(r["facts"], p["wait_version"], p["wait_cluster_information"])
+
+    result, waited = until(read, done, p)
+    if "error" in result:
+        raise result["error"]
     result["ansible_facts"] = {"calico": result["facts"]}
+    result["waited"] = waited
+    if p["wait"] and not done(result):
+        m.fail(version_not_reported(result["facts"], result["sources"], p["wait_version"],
+                                    p["wait_cluster_information"], p["wait_timeout"]), **result)
     return result
 
 

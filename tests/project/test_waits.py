@@ -10,12 +10,8 @@ from task_tree import FILES, ROOT, entries
 
 # (file, task name's start): why it still retries
 LEFT = {
-    ("roles/upgrade/tasks/verify.yml", "Wait until the cluster reports Calico"):
-        "calico_facts has no wait of its own yet (the version it reads changes as the upgrade rolls out)",
     ("roles/fleet_rollout/tasks/gate.yml", "Gate - the Installation's data plane as the job leaves it"):
         "the gate reads the Installation the job has just written: it retries only on a cluster that degrades",
-    ("roles/fleet_rollout/tasks/gate.yml", "Gate - the Calico version after upgrade is upgrade_target_version"):
-        "calico_facts has no wait of its own yet",
 }
 
 

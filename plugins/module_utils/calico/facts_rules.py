@@ -319,3 +319,23 @@ def manifest_node_daemonset(obs):
         if ds is not None:
             return ds
     return None
+
+
+# -- the version a rollout ends on ------------------------------------------------------------------------------
+
+def reports_version(facts, version, cluster_information=False):
+    """The cluster reports Calico ``version``: the detected version is it, and so is ClusterInformation's - or there
+    is no ClusterInformation and ``cluster_information`` (a manifest install with the Kubernetes API datastore, where
+    calico-node writes it) does not require one."""
+    cluster = facts.get("cluster_version")
+    return facts.get("version") == version and (cluster == version or (cluster is None and not cluster_information))
+
+
+def version_not_reported(facts, sources, version, cluster_information, timeout):
+    """One line: the cluster did not report Calico ``version`` within ``timeout`` seconds, quoting what it reports
+    and where each value was read."""
+    return ("The cluster does not report Calico %s after %ss: version %s (%s); ClusterInformation default "
+            "spec.calicoVersion %s (%s%s)" % (
+                version, timeout, facts.get("version") or "unknown", sources.get("version") or "",
+                facts.get("cluster_version") or "unknown", sources.get("cluster_version") or "",
+                ", required for a manifest install with the Kubernetes API datastore" if cluster_information else ""))

@@ -127,3 +127,25 @@ def test_allow_all_upgrade_is_reported():
     assert facts["allow_all_upgrade"] == {"present": True, "api_version": objects.CRD_API,
                                           "name": "default.allow-all-upgrade",
                                           "selector": "has(host-endpoint-upgrade)"}
+
+
+@pytest.mark.parametrize("version,cluster,required,expected", [
+    ("v3.31.4", "v3.31.4", True, True),
+    ("v3.31.4", None, False, True),  # an operator install need not have ClusterInformation served
+    ("v3.31.4", None, True, False),  # a manifest install on the Kubernetes API datastore must
+    ("v3.31.4", "v3.27.5", False, False),  # calico-node has not written the new version yet
+    ("v3.27.5", "v3.31.4", False, False),
+])
+def test_reports_version_needs_clusterinformation_to_agree_where_it_is_required(version, cluster, required, expected):
+    facts = {"version": version, "cluster_version": cluster}
+    assert facts_rules.reports_version(facts, "v3.31.4", required) is expected
+
+
+def test_version_not_reported_quotes_both_versions_and_where_each_was_read():
+    line = facts_rules.version_not_reported(
+        {"version": "v3.27.5", "cluster_version": None},
+        {"version": "image tag of DaemonSet kube-system/calico-node", "cluster_version": "no ClusterInformation"},
+        "v3.31.4", True, 30)
+    assert line == ("The cluster does not report Calico v3.31.4 after 30s: version v3.27.5 (image tag of DaemonSet "
+                    "kube-system/calico-node); ClusterInformation default spec.calicoVersion unknown (no "
+                    "ClusterInformation, required for a manifest install with the Kubernetes API datastore)")
