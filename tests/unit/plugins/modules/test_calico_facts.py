@@ -6,6 +6,7 @@ import pytest
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import wait
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.modules import calico_facts as module
+from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.fake_clock import Clock
 
 
 class Failed(Exception):
@@ -29,17 +30,6 @@ class Module(object):
         raise Failed(msg, result)
 
 
-class Clock(object):
-    def __init__(self):
-        self.now = 0.0
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-    def clock(self):
-        return self.now
-
-
 @pytest.fixture
 def reads(monkeypatch):
     """The facts each read returns, in order (the last one again after); an exception in the list is raised."""
@@ -57,7 +47,7 @@ def reads(monkeypatch):
 
     monkeypatch.setattr(module, "run", run)
     monkeypatch.setattr(module, "until", lambda read, done, params: wait.until(read, done, params, sleep=clock.sleep,
-                                                                               clock=clock.clock))
+                                                                               clock=clock))
     return answers, calls
 
 

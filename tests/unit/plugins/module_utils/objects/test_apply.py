@@ -11,6 +11,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client im
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects import apply as ap
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.apply import TypeResolver
 
+from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.fake_clock import Clock
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.fake_k8s import client
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.objects_cluster import cluster
 
@@ -375,20 +376,9 @@ class CrdClient:
         return self.crds[name]
 
 
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-
 def test_a_crd_stuck_installing_is_nudged_once_after_the_grace_and_then_established():
     client = CrdClient([_crd("a.example.org", "True", "True"), _crd("b.example.org", "True", "False")])
-    clock = Clock()
+    clock = Clock(1000.0)
     pending, nudged = ap.wait_crds_established(client, ["a.example.org", "b.example.org"], 60, clock=clock,
                                                sleep=clock.sleep)
     assert pending == [] and nudged == ["b.example.org"]
@@ -401,7 +391,7 @@ def test_a_crd_stuck_installing_is_nudged_once_after_the_grace_and_then_establis
 
 def test_established_crds_and_crds_whose_names_are_not_accepted_are_not_nudged():
     client = CrdClient([_crd("a.example.org", "True", "True"), _crd("c.example.org", "False", "False", "NameConflict")])
-    clock = Clock()
+    clock = Clock(1000.0)
     pending, nudged = ap.wait_crds_established(client, ["a.example.org", "c.example.org"], 30, clock=clock,
                                                sleep=clock.sleep)
     assert pending == ["c.example.org"] and nudged == [] and client.patches == []
@@ -409,7 +399,7 @@ def test_established_crds_and_crds_whose_names_are_not_accepted_are_not_nudged()
 
 def test_a_nudge_that_does_not_help_is_not_repeated_and_the_wait_times_out():
     client = CrdClient([_crd("b.example.org", "True", "False")], establish_on_update=False)
-    clock = Clock()
+    clock = Clock(1000.0)
     pending, nudged = ap.wait_crds_established(client, ["b.example.org"], 40, clock=clock, sleep=clock.sleep)
     assert pending == ["b.example.org"] and nudged == ["b.example.org"] and len(client.patches) == 2
 
@@ -423,7 +413,7 @@ def test_a_refused_nudge_is_tried_again_at_the_next_poll():
             return CrdClient.merge_patch(self, *args, **kwargs)
 
     client = Refusing([_crd("b.example.org", "True", "False")])
-    clock = Clock()
+    clock = Clock(1000.0)
     pending, nudged = ap.wait_crds_established(client, ["b.example.org"], 60, clock=clock, sleep=clock.sleep)
     assert pending == [] and nudged == ["b.example.org"] and client.patches[0] == "refused"
 
