@@ -20,6 +20,7 @@ import urllib.request
 
 import pytest
 import yaml
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
 
 pytestmark = pytest.mark.integration
 
@@ -408,7 +409,7 @@ def felix_crd(cluster):
     existed = cluster.kubectl("get", "crd", FELIX_CRD, check=False).returncode == 0
     if not existed:
         with urllib.request.urlopen(cluster.mirror_url + "/v3.31.4/manifests/calico.yaml", timeout=60) as resp:
-            docs = [d for d in yaml.safe_load_all(resp.read()) if d]
+            docs = [d for d in yaml_text.load_all(resp.read()) if d]
         crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"
                 and d["metadata"]["name"] == FELIX_CRD]
         assert len(crds) == 1

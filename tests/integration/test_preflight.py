@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from localcp.fixtures import Ansible
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
 
 pytestmark = pytest.mark.integration
 
@@ -248,7 +249,7 @@ def test_calico_checks_pass_as_not_installed_without_the_crds(pristine_cluster, 
 def apply_calico_crds(cluster):
     """Server-side apply the crd.projectcalico.org CRDs of Calico v3.31.4's calico.yaml; return their names."""
     with urllib.request.urlopen(cluster.mirror_url + "/v3.31.4/manifests/calico.yaml", timeout=60) as resp:
-        docs = [d for d in yaml.safe_load_all(resp.read()) if d and d.get("kind") == "CustomResourceDefinition"
+        docs = [d for d in yaml_text.load_all(resp.read()) if d and d.get("kind") == "CustomResourceDefinition"
                 and d["spec"]["group"] == "crd.projectcalico.org"]
     assert len(docs) > 15
     cluster.apply(yaml.safe_dump_all(docs))

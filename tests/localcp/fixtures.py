@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from . import cpu_log
 from . import nodes as nodes_mod
 from .cluster import ControlPlane
 from .mirror import REPO_ROOT
@@ -345,6 +346,7 @@ class Ansible:
                  inventory: str | None = None) -> PlaybookResult:
         cmd, run_env = self.command(playbook, extra_vars=extra_vars, check=check, diff=diff, extra_args=extra_args,
                                     callback=callback, env=env, inventory=inventory)
+        before = cpu_log.snapshot() if os.environ.get(cpu_log.ENV) else None
         proc = subprocess.run(cmd, capture_output=True, text=True, env=run_env, timeout=timeout,
                               cwd=str(REPO_ROOT), check=False)
         data = {}
@@ -355,6 +357,8 @@ class Ansible:
                     data = json.loads(match.group(0))
                 except ValueError:
                     data = {}
+        if before:
+            cpu_log.playbook_record(Path(cmd[1]).name, before, data)
         return PlaybookResult(proc.returncode, proc.stdout, proc.stderr, data)
 
 

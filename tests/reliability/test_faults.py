@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
 from calico_support import SOURCE, TARGET, CalicoNodeStandIn, Install, get, helm, image_tag, release_docs, \
     wait_daemonset
 from kube_controllers import HOLD_LABEL, METRICS_OFF, TEST_AGENT, AdmissionHold, HoldAutoHeps, KubeControllers, \
@@ -124,7 +125,7 @@ def written_fields(cluster, directory):
         # ``status`` is the server's (and a controller's): a write of the object never sets it (CRD documents of a
         # release carry one, whose conditions come in the order the API server set them)
         docs = [dict((k, v) for k, v in d.items() if k != "status")
-                for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict) and d.get("kind")]
+                for d in yaml_text.load_all(path.read_text()) if isinstance(d, dict) and d.get("kind")]
         if not docs:
             continue
         proc = cluster.kubectl("get", "-f", str(path), "-o", "json", "--ignore-not-found")
