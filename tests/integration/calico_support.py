@@ -23,7 +23,6 @@ import urllib.request
 
 import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
 
 SOURCE = "v3.27.5"
 TARGET = "v3.31.4"
@@ -42,7 +41,8 @@ def release_text(mirror_url, version, name):
 
 
 def release_docs(mirror_url, version, name):
-    return [d for d in yaml_text.load_all(release_text(mirror_url, version, name)) if d]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return [d for d in yaml.load_all(release_text(mirror_url, version, name), Loader=loader) if d]
 
 
 def image_tag(image):

@@ -34,7 +34,6 @@ import urllib.request
 
 import yaml
 from k8s_api import Api
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
 
 NAMESPACE = "kube-system"
 NAME = "calico-kube-controllers"
@@ -51,7 +50,8 @@ METRICS_OFF = {"prometheusMetricsPort": 0}  # see the module's docstring: port 9
 
 def _docs(mirror_url, name):
     with urllib.request.urlopen("%s/%s/manifests/%s" % (mirror_url, VERSION, name), timeout=120) as resp:
-        return [d for d in yaml_text.load_all(resp.read()) if d]
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        return [d for d in yaml.load_all(resp.read(), Loader=loader) if d]
 
 
 def release_docs(mirror_url):

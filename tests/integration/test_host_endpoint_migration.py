@@ -37,7 +37,6 @@ from kube_controllers import HOLD_LABEL, TEST_AGENT, Api, HoldAutoHeps, KubeCont
     METRICS_OFF, calico_labels, delete_automatic_endpoints, running_config_auto_create
 from kube_controllers import USER as KC_USER
 from localcp.fixtures import Ansible
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +60,8 @@ KCC = coll(CRD, "kubecontrollersconfigurations") + "/default"
 
 def crd_docs(mirror_url):
     with urllib.request.urlopen(mirror_url + "/v3.31.4/manifests/operator-crds.yaml", timeout=120) as resp:
-        docs = [d for d in yaml_text.load_all(resp.read())
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        docs = [d for d in yaml.load_all(resp.read(), Loader=loader)
                 if d and d.get("kind") == "CustomResourceDefinition" and d["metadata"]["name"] in CRD_NAMES]
     assert sorted(d["metadata"]["name"] for d in docs) == sorted(CRD_NAMES)
     return docs

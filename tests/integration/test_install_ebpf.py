@@ -27,7 +27,6 @@ import yaml
 from calico_support import wipe_operator_resources
 from localcp.cluster import ControlPlane
 from localcp.fixtures import Ansible, Cluster, kill_tree
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
 
 pytestmark = pytest.mark.integration
 
@@ -257,7 +256,7 @@ def test_a_rerun_after_an_interruption_at_each_step_finishes_the_install(calico_
     assert res.rc == 0, res.stdout[-4000:] + res.stderr[-2000:]
     cm = _get(cluster, "configmap", "kubernetes-services-endpoint", "-n", "tigera-operator")
     assert cm["data"] == {"KUBERNETES_SERVICE_HOST": "api.cluster.example", "KUBERNETES_SERVICE_PORT": "6443"}
-    operator_crds = [d["metadata"]["name"] for d in yaml_text.load_all(
+    operator_crds = [d["metadata"]["name"] for d in yaml.safe_load_all(
         (tmp_path / "artifacts" / "operator-crds.yaml").read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
     established = set(c["metadata"]["name"] for c in _get(cluster, "crd")["items"]
                       if any(x["type"] == "Established" and x["status"] == "True" for x in c["status"]["conditions"]))
