@@ -15,7 +15,6 @@ is played by deleting and re-creating the owners: same names, new UIDs.
 
 import base64
 import json
-import os
 import signal
 import subprocess
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localcp.fixtures import ansible_bin, ansible_python
+from localcp.fixtures import ansible_bin, ansible_python, kill_tree
 from localcp.mirror import REPO_ROOT
 from k8s_api import Api
 
@@ -391,37 +390,6 @@ def _playbook_cmd(workdir, extra_vars):
             "-e", "@%s" % vars_file]
 
 
-def _process_tree(root):
-    """``root`` and every process below it (ansible's workers call setsid, so a process group is not enough)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def _kill_tree(root):
-    """SIGKILL ``root`` (a process this test started) and all its descendants, by pid."""
-    pids = _process_tree(root)
-    for pid in reversed(pids):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return pids
-
-
 def test_attach_killed_midway_is_finished_by_a_rerun(cluster, calico_crds, namespaces, ansible, tmp_path):
     api = calico_crds
     per_ns = 300
@@ -476,7 +444,7 @@ def test_attach_killed_midway_is_finished_by_a_rerun(cluster, calico_crds, names
                 any(e["done"] for e in record_entries(api, namespaces[0]).values())
                 and attached_count() >= 150), timeout=300, interval=0.1, what="attach to make progress")
         finally:
-            killed = _kill_tree(proc.pid) if proc.poll() is None else []
+            killed = kill_tree(proc, timeout=30) if proc.poll() is None else []
             proc.wait(timeout=30)
         assert proc.returncode == -signal.SIGKILL, "attach finished before it could be killed"
         assert len(killed) >= 3  # ansible-playbook, its worker, the module (under a shell)

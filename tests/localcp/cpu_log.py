@@ -19,8 +19,10 @@ import time
 
 import pytest
 
+from . import procs
+
 ENV = "CALICO_OPS_TEST_CPU_LOG"
-_TICK = os.sysconf("SC_CLK_TCK")
+_TICK = os.sysconf("SC_CLK_TCK")  # /proc/stat counts in clock ticks
 
 
 def _path():
@@ -36,25 +38,8 @@ def _append(record: dict) -> None:
 
 def _tree_cpu(root: int) -> float:
     """CPU seconds of the processes alive under ``root`` (not counting root itself)."""
-    parents, cpu = {}, {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry)] = int(fields[1])
-        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / _TICK
-    total, frontier = 0.0, [root]
-    while frontier:
-        current = frontier.pop()
-        for pid, parent in parents.items():
-            if parent == current:
-                total += cpu[pid]
-                frontier.append(pid)
-    return total
+    table = procs.table()
+    return sum(table[pid][1] for pid in procs.descendants(root, table))
 
 
 def _machine_busy() -> tuple[float, float]:
@@ -107,39 +92,37 @@ def pytest_runtest_protocol(item, nextitem):
              **delta(before, snapshot())})
 
 
+def _cpu(record: dict) -> float:
+    """A test's CPU: waited-for processes plus the growth of those still alive. Only the sum means something: a
+    control plane stopped at a test's end moves its whole CPU from ``alive`` to ``waited``."""
+    return record["waited"] + record["alive"]
+
+
 def summary(path: str, top: int = 40) -> str:
-    tests, playbooks = [], []
+    """By test file: tests, wall and CPU seconds, the harness's playbook runs, their tasks (ok, failed, skipped) and
+    CPU; then the ``top`` costliest tests."""
+    tests, files = [], {}
     with open(path) as lines:
         for line in lines:
             record = json.loads(line)
-            (tests if record["kind"] == "test" else playbooks).append(record)
-    by_file: dict = {}
-    for record in tests:
-        name = record["test"].split("::")[0]
-        entry = by_file.setdefault(name, [0, 0.0, 0.0, 0.0])
-        entry[0] += 1
-        entry[1] += record["wall"]
-        entry[2] += record["waited"]
-        entry[3] += record["alive"]
-    tasks: dict = {}
-    for record in playbooks:
-        name = record["test"].split("::")[0]
-        entry = tasks.setdefault(name, [0, 0, 0.0])
-        entry[0] += 1
-        entry[1] += sum(v for k, v in record["tasks"].items() if k in ("ok", "failures", "skipped"))
-        entry[2] += record["waited"]
-    out = ["file                                              tests  wall s  waited s  alive s  playbooks tasks  pb cpu s"]
-    for name, (count, wall, waited, alive) in sorted(by_file.items(), key=lambda kv: -(kv[1][2] + kv[1][3])):
-        runs, ntasks, pb_cpu = tasks.get(name, (0, 0, 0.0))
-        out.append(f"{name[-50:]:50} {count:5} {wall:7.0f} {waited:9.0f} {alive:8.0f} {runs:10} {ntasks:5} {pb_cpu:9.0f}")
-    total_waited = sum(r["waited"] for r in tests)
-    total_alive = sum(r["alive"] for r in tests)
-    out.append(f"all: {len(tests)} tests, waited {total_waited:.0f} s, alive {total_alive:.0f} s, "
-               f"{len(playbooks)} playbook runs, {sum(r['waited'] for r in playbooks):.0f} s of their CPU")
-    out.append("")
-    out.append("costliest tests (waited + alive CPU s, wall s)")
-    for record in sorted(tests, key=lambda r: -(r["waited"] + r["alive"]))[:top]:
-        out.append(f"{record['waited'] + record['alive']:7.0f} {record['wall']:7.0f}  {record['test']}")
+            entry = files.setdefault(record["test"].split("::")[0], [0, 0.0, 0.0, 0, 0, 0.0])
+            if record["kind"] == "test":
+                tests.append(record)
+                entry[0] += 1
+                entry[1] += record["wall"]
+                entry[2] += _cpu(record)
+            else:
+                entry[3] += 1
+                entry[4] += sum(v for k, v in record["tasks"].items() if k in ("ok", "failures", "skipped"))
+                entry[5] += record["waited"]
+    out = ["%-50s %5s %7s %7s %9s %6s %8s" % ("file", "tests", "wall s", "CPU s", "playbooks", "tasks", "their s")]
+    for name, e in sorted(files.items(), key=lambda kv: -kv[1][2]):
+        out.append("%-50s %5d %7.0f %7.0f %9d %6d %8.0f" % (name[-50:], e[0], e[1], e[2], e[3], e[4], e[5]))
+    out.append("all: %d tests, %.0f CPU s; %d playbook runs, %.0f CPU s" % (
+        len(tests), sum(e[2] for e in files.values()), sum(e[3] for e in files.values()),
+        sum(e[5] for e in files.values())))
+    out += ["", "costliest tests (CPU s, wall s)"]
+    out += ["%7.0f %7.0f  %s" % (_cpu(r), r["wall"], r["test"]) for r in sorted(tests, key=_cpu, reverse=True)[:top]]
     return "\n".join(out)
 
 

@@ -23,6 +23,7 @@ import pytest
 
 from . import cpu_log
 from . import nodes as nodes_mod
+from . import procs
 from .cluster import ControlPlane
 from .mirror import REPO_ROOT
 
@@ -362,47 +363,25 @@ class Ansible:
         return PlaybookResult(proc.returncode, proc.stdout, proc.stderr, data)
 
 
-def _children():
-    """pid -> parent pid of every process, from /proc."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as stat:
-                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    return parents
-
-
-def _descendants(pid):
-    parents = _children()
-    found, frontier = [], [pid]
-    while frontier:
-        current = frontier.pop()
-        kids = [p for p, pp in parents.items() if pp == current]
-        found += kids
-        frontier += kids
-    return found
-
-
-def kill_tree(proc: subprocess.Popen, timeout: float = 60) -> None:
-    """SIGKILL a process and every descendant, as a crash of the machine running it would. ``os.killpg`` is not
-    enough for ansible-playbook: its worker processes call setsid() (a session of their own), so killing the
-    playbook's group leaves them running - and writing - as orphans. Stopped first, then listed again, so no
-    child forked meanwhile escapes."""
-    pids = [proc.pid] + _descendants(proc.pid)
+def kill_tree(proc: subprocess.Popen, timeout: float = 60) -> list:
+    """SIGKILL a process and every descendant, as a crash of the machine running it would; return their pids.
+    ``os.killpg`` is not enough for ansible-playbook: its worker processes call setsid() (a session of their own),
+    so killing the playbook's group leaves them running - and writing - as orphans. Stopped first, then listed
+    again, so no child forked meanwhile escapes."""
+    pids = [proc.pid] + procs.descendants(proc.pid)
     for pid in pids:
         try:
             os.kill(pid, signal.SIGSTOP)
         except ProcessLookupError:
             pass
-    for pid in set(pids + _descendants(proc.pid)):
+    killed = sorted(set(pids + procs.descendants(proc.pid)))
+    for pid in killed:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     proc.wait(timeout=timeout)
+    return killed
 
 
 _SESSION_CP = {}
