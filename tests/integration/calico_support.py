@@ -24,6 +24,8 @@ import urllib.request
 import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
 
+from localcp import sweep
+
 SOURCE = "v3.27.5"
 TARGET = "v3.31.4"
 OPERATOR_SOURCE = "v3.29.7"
@@ -94,43 +96,46 @@ OPERATOR_KINDS = ("apiservers.operator.tigera.io", "goldmanes.operator.tigera.io
                   "installations.operator.tigera.io")
 
 
+def _operator_path(kind):
+    return "/apis/operator.tigera.io/v1/" + kind.split(".", 1)[0]
+
+
 def wipe_operator_resources(cluster, timeout=180):
     """Calico's uninstall order: Installation & co deleted, and namespace calico-system gone, while the operator
     still runs - it removes its finalizers (the Installation's, and ``tigera.io/cni-protector`` on calico-system's
     ServiceAccounts) as it takes calico-system down. Where no operator runs any more (its Deployment already gone),
     nothing would remove them, so they are dropped by hand, as a user must when the operator was deleted first."""
-    running = bool(cluster.processes("tigera-operator"))
-    wait = "--timeout=%ds" % (timeout if running else 5)
-    served = [k for k in OPERATOR_KINDS
-              if cluster.kubectl("get", k, "-o", "name", "--ignore-not-found", check=False).returncode == 0]
-    if served:
-        # one call: every delete is sent first, then kubectl waits for all of them
-        cluster.kubectl("delete", ",".join(served), "--all", "--ignore-not-found", "--wait=true", wait, check=False,
-                        timeout=timeout + 30)
-        for kind in served:
-            for name in cluster.kubectl("get", kind, "-o", "name", "--ignore-not-found", check=False).stdout.split():
-                cluster.kubectl("patch", name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
-    cluster.kubectl("delete", "namespace", "calico-system", "--ignore-not-found", "--wait=true", wait, check=False,
-                    timeout=timeout + 30)
+    api = sweep.of(cluster)
+    wait = timeout if cluster.processes("tigera-operator") else 5
+    served = [path for path in map(_operator_path, OPERATOR_KINDS) if api.items(path) is not None]
+    for path in served:  # every delete sent first, then one wait for all of them
+        api.delete(path)
+    api.wait(lambda: not any(api.items(path) for path in served), wait)
+    for path in served:
+        for item in api.items(path) or []:
+            api.drop_finalizers("%s/%s" % (path, item["metadata"]["name"]))
+    if api.delete("/api/v1/namespaces/calico-system"):
+        api.wait_gone(["/api/v1/namespaces/calico-system"], wait)
     drop_finalizers(cluster, "calico-system")
 
 
 def drop_finalizers(cluster, namespace):
     """Objects of a terminating namespace that still carry a finalizer nobody will remove (no operator)."""
-    proc = cluster.kubectl("get", "serviceaccounts,configmaps,secrets,daemonsets,deployments", "-n", namespace,
-                           "-o", "json", check=False)
-    if proc.returncode != 0:
-        return
-    for item in json.loads(proc.stdout or "{}").get("items", []):
-        if item["metadata"].get("finalizers"):
-            cluster.kubectl("patch", "-n", namespace, "%s/%s" % (item["kind"].lower(), item["metadata"]["name"]),
-                            "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
+    api = sweep.of(cluster)
+    for kinds in ("/api/v1/namespaces/%s/" + k for k in ("serviceaccounts", "configmaps", "secrets")), \
+            ("/apis/apps/v1/namespaces/%s/" + k for k in ("daemonsets", "deployments")):
+        for collection in kinds:
+            path = collection % namespace
+            for item in api.items(path) or []:
+                if item["metadata"].get("finalizers"):
+                    api.drop_finalizers("%s/%s" % (path, item["metadata"]["name"]))
 
 
 # what the operator protects with its CNI finalizer while an Installation is live (render.CNIPluginFinalizedObjects)
 CNI_FINALIZER = "tigera.io/cni-protector"
 CNI_PROTECTED = ("clusterrole/calico-node", "clusterrole/calico-cni-plugin", "clusterrolebinding/calico-node",
                  "clusterrolebinding/calico-cni-plugin")
+RBAC = "/apis/rbac.authorization.k8s.io/v1/%ss/%s"
 
 
 def release_cni_protected(cluster):
@@ -138,35 +143,37 @@ def release_cni_protected(cluster):
     itself during an orderly uninstall; an operator stopped first (its namespace deleted, its CRDs deleted under a
     live Installation) leaves calico-node's and the CNI plugin's ClusterRoles and bindings with it for ever, and a
     manifest install of the same names afterwards could then never be deleted."""
-    if get(cluster, "operator.tigera.io/v1", "Installation", "default") is not None:
+    api = sweep.of(cluster)
+    if api.get(_operator_path("installations") + "/default", metadata=True) is not None:
         return
-    proc = cluster.kubectl("get", *CNI_PROTECTED, "--ignore-not-found", "-o", "json", check=False)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        return
-    doc = json.loads(proc.stdout)
-    for item in doc.get("items", [doc] if doc.get("kind") not in (None, "List") else []):
-        ref = "%s/%s" % (item["kind"].lower(), item["metadata"]["name"])
+    for ref in CNI_PROTECTED:
+        path = RBAC % tuple(ref.split("/"))
+        item = api.get(path, metadata=True)
+        if item is None:
+            continue
         finalizers = item["metadata"].get("finalizers") or []
         if CNI_FINALIZER in finalizers:
-            rest = [f for f in finalizers if f != CNI_FINALIZER]
-            cluster.kubectl("patch", ref, "--type=merge", "-p", json.dumps({"metadata": {"finalizers": rest or None}}),
-                            check=False)
+            api.patch(path, {"metadata": {"finalizers": [f for f in finalizers if f != CNI_FINALIZER] or None}})
         # owned by the Installation that is gone: the garbage collector cannot delete it once the Installation's
         # CRD is gone too (it cannot resolve the owner's kind), so it would outlive the install
         if any(o.get("kind") == "Installation" for o in item["metadata"].get("ownerReferences") or []):
-            cluster.kubectl("delete", ref, "--ignore-not-found", "--wait=false", check=False)
+            api.delete(path)
 
 
 def wipe_calico(cluster):
     """Every cluster-wide Calico singleton and workload these tests (and the eBPF tests) create."""
+    api = sweep.of(cluster)
     wipe_operator_resources(cluster)
-    cluster.kubectl("delete", "tigerastatuses.operator.tigera.io,clusterinformations.crd.projectcalico.org",
-                    "--all", "--ignore-not-found", "--wait=true", check=False)
-    cluster.kubectl("delete", "daemonset", *NODE_DAEMONSETS, "-n", "kube-system", "--ignore-not-found", check=False)
-    cluster.kubectl("delete", "deployment", *KUBE_SYSTEM_DEPLOYMENTS, "-n", "kube-system", "--ignore-not-found",
-                    check=False)
-    cluster.kubectl("delete", "namespace", "tigera-operator", "calico-system", "--ignore-not-found", "--wait=true",
-                    check=False, timeout=180)
+    singletons = [p for p in ("/apis/operator.tigera.io/v1/tigerastatuses",
+                              "/apis/crd.projectcalico.org/v1/clusterinformations") if api.delete(p)]
+    api.wait(lambda: not any(api.items(p) for p in singletons), 120)
+    for name in NODE_DAEMONSETS:
+        api.delete("/apis/apps/v1/namespaces/kube-system/daemonsets/" + name)
+    for name in KUBE_SYSTEM_DEPLOYMENTS:
+        api.delete("/apis/apps/v1/namespaces/kube-system/deployments/" + name)
+    namespaces = ["/api/v1/namespaces/" + n for n in ("tigera-operator", "calico-system") if
+                  api.delete("/api/v1/namespaces/" + n)]
+    api.wait_gone(namespaces, 180)
     release_cni_protected(cluster)
     settle_crds(cluster)
 
@@ -178,12 +185,13 @@ def settle_crds(cluster, timeout=300):
     terminating vanished with the Installation under it, and the real operator (controller-runtime) stayed idle,
     its informers failing on "unable to retrieve the complete list of server APIs: elasticsearch.k8s.elastic.co/v1:
     the server could not find the requested resource"."""
+    api = sweep.of(cluster)
     state = {}
 
     def settled():
-        crds = json.loads(cluster.kubectl("get", "crd", "-o", "json").stdout)["items"]
+        crds = api.items(sweep.CRDS)
         state["terminating"] = [c["metadata"]["name"] for c in crds if c["metadata"].get("deletionTimestamp")]
-        nudge_crds(cluster, state["terminating"])
+        nudge_crds(cluster, state["terminating"], crds)
         if state["terminating"]:
             return False
         # a CRD whose names were accepted but that was never established (the establishing queue of a restarted API
@@ -192,8 +200,9 @@ def settle_crds(cluster, timeout=300):
                  if not any(k.get("type") == "Established" and k.get("status") == "True"
                             for k in (c.get("status") or {}).get("conditions") or [])]
         for name in stuck:
-            cluster.kubectl("annotate", "--overwrite", "customresourcedefinition", name,
-                            "calico-ops.io/establishing=%d" % int(time.time()), check=False)
+            api.patch("%s/%s" % (sweep.CRDS, name),
+                      {"metadata": {"annotations": {"calico-ops.io/establishing": "%d" % int(time.time())}}})
+        # discovery as kubectl sees it: every group-version's resource list readable (an aggregated API included)
         proc = cluster.kubectl("api-resources", "-o", "name", check=False)
         state["discovery"] = (proc.stderr or "").strip()[-300:]
         return proc.returncode == 0
@@ -212,12 +221,12 @@ def drop_foreign_operator_crds(cluster, version):
     Enterprise controllers ("Checking if TSEE controllers are required", required: true), whose watches of the ECK
     kinds never sync ("elasticsearch.k8s.elastic.co/v1: the server could not find the requested resource"), and it
     never reports on the Installation (seen in full runs; reproduced alone with that one CRD added, 2026-11-26)."""
+    api = sweep.of(cluster)
     keep = {d["metadata"]["name"] for d in release_docs(cluster.mirror_url, version, "operator-crds.yaml")}
-    names = [n.split("/", 1)[1] for n in cluster.kubectl("get", "crd", "-o", "name").stdout.split()
-             if n.endswith(".operator.tigera.io")]
-    foreign = [n for n in names if n not in keep]
-    if foreign:
-        cluster.kubectl("delete", "crd", *foreign, "--ignore-not-found", "--wait=true", check=False, timeout=180)
+    foreign = sorted(c["metadata"]["name"] for c in api.items(sweep.CRDS)
+                     if c["metadata"]["name"].endswith(".operator.tigera.io") and c["metadata"]["name"] not in keep)
+    paths = ["%s/%s" % (sweep.CRDS, name) for name in foreign if api.delete("%s/%s" % (sweep.CRDS, name))]
+    api.wait_gone(paths, 180)
     settle_crds(cluster)
     return foreign
 
@@ -226,26 +235,30 @@ def remove_operator_install(cluster):
     """What an operator install leaves cluster-wide, in Calico's uninstall order: the custom resources while the
     operator still runs (it removes the Installation's finalizers), then the operator, its CRDs and its RBAC.
     Deleting the CRDs first would delete the Installation under the operator, which then never finalizes."""
+    api = sweep.of(cluster)
     wipe_calico(cluster)
-    cluster.kubectl("delete", "-f", "%s/v3.31.4/manifests/operator-crds.yaml" % cluster.mirror_url,
-                    "--ignore-not-found", "--wait=true", check=False, timeout=300)
-    cluster.kubectl("delete", "clusterrole,clusterrolebinding", "tigera-operator", "--ignore-not-found", check=False)
-    cluster.kubectl("delete", "clusterrole", "tigera-operator-secrets", "--ignore-not-found", check=False)
+    paths = ["%s/%s" % (sweep.CRDS, d["metadata"]["name"])
+             for d in release_docs(cluster.mirror_url, "v3.31.4", "operator-crds.yaml")]
+    api.wait_gone([p for p in paths if api.delete(p)], 300)
+    for ref in ("clusterrole/tigera-operator", "clusterrolebinding/tigera-operator", "clusterrole/tigera-operator-secrets"):
+        api.delete(RBAC % tuple(ref.split("/")))
     wipe_calico(cluster)
 
 
-def nudge_crds(cluster, names):
+def nudge_crds(cluster, names, crds=None):
     """Requeue the deletion of CRDs whose finalizer gave up for now. Deleted seconds after it was created or
     changed, a CRD can meet its storage still initialising: the API server's CRD finalizer then fails to list
     the instances ("could not list instances: storage is (re)initializing", condition Terminating, reason
     InstanceDeletionFailed) and retries only minutes later. An update of the CRD's metadata requeues it at once
-    (its spec, and so its storage, is left alone)."""
+    (its spec, and so its storage, is left alone). ``crds``: the CRDs as just listed (else each is read)."""
+    api = sweep.of(cluster)
+    listed = {c["metadata"]["name"]: c for c in crds or []}
     for name in names:
-        crd = get(cluster, "apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+        crd = listed.get(name) or api.get("%s/%s" % (sweep.CRDS, name))
         conds = ((crd or {}).get("status") or {}).get("conditions") or []
         if any(c.get("type") == "Terminating" and c.get("reason") == "InstanceDeletionFailed" for c in conds):
-            cluster.kubectl("annotate", "--overwrite", "customresourcedefinition", name,
-                            "calico-ops.io/deletion-retry=%d" % int(time.time()), check=False)
+            api.patch("%s/%s" % (sweep.CRDS, name),
+                      {"metadata": {"annotations": {"calico-ops.io/deletion-retry": "%d" % int(time.time())}}})
 
 
 class Install(object):
@@ -270,32 +283,31 @@ class Install(object):
 
     def cleanup(self):
         started = time.monotonic()
+        api = sweep.of(self.cluster)
         wipe_operator_resources(self.cluster)  # while the operator runs (its finalizer)
         for release, namespace in self.helm_releases:
             # helm waits up to 5 minutes by default for every object of the release to go (seen once in a full run:
             # a teardown of 379 s); what it leaves, the namespaces' deletion below waits for
             helm(self.cluster, "uninstall", release, "-n", namespace, "--wait", "--timeout", "90s", check=False)
         for namespace, name in self.configmaps:
-            self.cluster.kubectl("delete", "configmap", "-n", namespace, name, "--ignore-not-found", check=False)
-        # `kubectl delete --wait` sometimes sits for minutes on a watch after everything is gone: delete without
-        # it, then poll until `kubectl get` finds none of the objects (a CRD still terminating cannot be re-created).
-        urls = ["%s/%s/manifests/%s" % (self.cluster.mirror_url, version, name) for version, name in self.files]
-        args = [a for url in reversed(urls) for a in ("-f", url)]
-        if urls:
-            self.cluster.kubectl("delete", "--ignore-not-found", "--wait=false", *args, check=False, timeout=300)
-            left = []
+            api.delete("/api/v1/namespaces/%s/configmaps/%s" % (namespace, name))
+        # every object of the release files, newest file first (as `kubectl delete -f` would), without waiting on
+        # each; then until none is left (a CRD still terminating cannot be re-created)
+        docs = [d for version, name in reversed(self.files) for d in release_docs(self.cluster.mirror_url, version, name)]
+        left = [(d["kind"], d["metadata"]["name"], path) for d, path in ((d, api.path_of(d)) for d in docs) if path]
+        for _kind, _name, path in left:
+            api.delete(path)
 
-            def gone():
-                left[:] = self.cluster.kubectl("get", "--ignore-not-found", "-o", "name", *args,
-                                               check=False).stdout.split()
-                nudge_crds(self.cluster, [n.split("/", 1)[1] for n in left if n.startswith("customresourcedefinition")])
-                if any(n.split(".", 1)[0] + "/" + n.rsplit("/", 1)[1] in CNI_PROTECTED for n in left):
-                    release_cni_protected(self.cluster)
-                return not left
-            try:
-                self.cluster.wait_for(gone, timeout=300, interval=1, what="the release files' objects to be gone")
-            except AssertionError as exc:
-                raise AssertionError("%s; still there: %s" % (exc, " ".join(left[:20]))) from None
+        def gone():
+            left[:] = [o for o in left if api.get(o[2], metadata=True) is not None]
+            nudge_crds(self.cluster, [n for k, n, _p in left if k == "CustomResourceDefinition"])
+            if any("%s/%s" % (k.lower(), n) in CNI_PROTECTED for k, n, _p in left):
+                release_cni_protected(self.cluster)
+            return not left
+        try:
+            self.cluster.wait_for(gone, timeout=300, interval=1, what="the release files' objects to be gone")
+        except AssertionError as exc:
+            raise AssertionError("%s; still there: %s" % (exc, " ".join("%s/%s" % o[:2] for o in left[:20]))) from None
         files = time.monotonic()
         wipe_calico(self.cluster)
         print("[cleanup] release files %.1fs, singletons %.1fs" % (files - started, time.monotonic() - files))

@@ -35,6 +35,8 @@ import urllib.request
 import yaml
 from k8s_api import Api
 
+from localcp import sweep
+
 NAMESPACE = "kube-system"
 NAME = "calico-kube-controllers"
 USER = "system:serviceaccount:%s:%s" % (NAMESPACE, NAME)
@@ -42,7 +44,7 @@ VERSION = "v3.31.4"
 CREATED_BY = "projectcalico.org/created-by=calico-kube-controllers"
 HOLD_LABEL = "test.calico-ops.io/hold-auto-hep"
 HOLD_POLICY = "test-calico-ops-hold-auto-hep"
-TEST_AGENT = "calico-ops-test-setup"  # the User-Agent of the tests' own writes while a job runs
+TEST_AGENT = sweep.AGENT  # the User-Agent of the tests' own writes while a job runs (and of their cleanups)
 KCC_PATH = "/apis/crd.projectcalico.org/v1/kubecontrollersconfigurations/default"
 HEPS_PATH = "/apis/crd.projectcalico.org/v1/hostendpoints"
 METRICS_OFF = {"prometheusMetricsPort": 0}  # see the module's docstring: port 9094 is this machine's, not a pod's

@@ -163,3 +163,34 @@ def test_release_mirror_serves_manifests_and_chart_repo(cluster):
     assert {"v3.27.5", "v3.29.7", "v3.31.4"} <= versions
     with urllib.request.urlopen(f"{cluster.mirror_url}/v3.27.5/manifests/calico.yaml", timeout=10) as resp:
         assert b"calico-node" in resp.read()
+
+
+def test_the_sweeper_deletes_a_release_files_objects_and_waits_until_they_are_gone(cluster, namespace):
+    """localcp.sweep, what the tests' cleanups take objects down with: the REST path of a manifest's object from
+    discovery (namespaced or not), one DELETE each, then a metadata GET until none is left; a type nobody serves is
+    an answer (None), not an error; every request carries the tests' own User-Agent."""
+    from localcp import sweep
+
+    docs = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "swept", "namespace": namespace}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": namespace + "-swept", "finalizers": ["calico-ops.io/test-hold"]}}]
+    cluster.apply(yaml.safe_dump_all(docs))
+    api = sweep.of(cluster)
+    assert sweep.of(cluster) is api
+    paths = [api.path_of(d) for d in docs]
+    assert paths == ["/api/v1/namespaces/%s/configmaps/swept" % namespace,
+                     "/apis/rbac.authorization.k8s.io/v1/clusterroles/%s-swept" % namespace]
+    assert api.path_of({"apiVersion": "nothing.calico-ops.io/v1", "kind": "Thing", "metadata": {"name": "x"}}) is None
+    assert api.items("/apis/nothing.calico-ops.io/v1/things") is None
+    mark = cluster.audit.mark()
+    assert all(api.delete(p) for p in paths)
+    # the ClusterRole's finalizer holds it: still there after the wait, named; gone once the finalizer is dropped
+    assert api.wait_gone(paths, timeout=2) == paths[1:]
+    assert api.get(paths[1], metadata=True)["kind"] == "PartialObjectMetadata"
+    assert api.drop_finalizers(paths[1])
+    assert api.wait_gone(paths, timeout=30) == []
+    assert api.delete(paths[0]) is False and api.get(paths[0]) is None
+    writes = cluster.audit.writes_since(mark)
+    assert [(w["verb"], w["objectRef"]["resource"]) for w in writes] == [
+        ("delete", "configmaps"), ("delete", "clusterroles"), ("patch", "clusterroles"), ("delete", "configmaps")]
+    assert {w.get("userAgent") for w in writes} == {sweep.AGENT}

@@ -81,6 +81,15 @@ def playbook_record(name: str, before: dict, data: dict) -> None:
              "tasks": counts, **delta(before, snapshot())})
 
 
+def command_record(command: str, args) -> None:
+    """One helper process a test ran (``kubectl``, ``podserve``): which, with its first arguments, so the summary can
+    count them by test file and by verb."""
+    if not _path():
+        return
+    _append({"kind": "command", "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0],
+             "command": command, "args": [str(a) for a in args[:2]]})
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     if not _path():
@@ -101,10 +110,14 @@ def _cpu(record: dict) -> float:
 def summary(path: str, top: int = 40) -> str:
     """By test file: tests, wall and CPU seconds, the harness's playbook runs, their tasks (ok, failed, skipped) and
     CPU; then the ``top`` costliest tests."""
-    tests, files = [], {}
+    tests, files, commands = [], {}, {}
     with open(path) as lines:
         for line in lines:
             record = json.loads(line)
+            if record["kind"] == "command":
+                key = (record["command"], record["test"].split("::")[0], " ".join(record["args"][:1]))
+                commands[key] = commands.get(key, 0) + 1
+                continue
             entry = files.setdefault(record["test"].split("::")[0], [0, 0.0, 0.0, 0, 0, 0.0])
             if record["kind"] == "test":
                 tests.append(record)
@@ -123,6 +136,9 @@ def summary(path: str, top: int = 40) -> str:
         sum(e[5] for e in files.values())))
     out += ["", "costliest tests (CPU s, wall s)"]
     out += ["%7.0f %7.0f  %s" % (_cpu(r), r["wall"], r["test"]) for r in sorted(tests, key=_cpu, reverse=True)[:top]]
+    if commands:
+        out += ["", "helper processes the tests ran (%d): runs, command, file, first argument" % sum(commands.values())]
+        out += ["%7d  %s %s %s" % (n, c, f, a) for (c, f, a), n in sorted(commands.items(), key=lambda kv: -kv[1])[:top]]
     return "\n".join(out)
 
 

@@ -166,11 +166,13 @@ class Cluster:
         if source_port:
             argv += ["--source-port", str(source_port)]
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "tests"))
+        cpu_log.command_record("podserve", ["get", url])
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 30, env=env, check=False)
 
     def kubectl(self, *args, input=None, check=True, timeout=300) -> subprocess.CompletedProcess:
         deadline = time.monotonic() + timeout
         while True:
+            cpu_log.command_record("kubectl", args)
             proc = subprocess.run([self.bin("kubectl"), "--kubeconfig", self.kubeconfig, *args], input=input,
                                   capture_output=True, text=True, timeout=timeout, check=False)
             # `kubectl wait --for=condition=...` fails at once, instead of waiting, while the object has no

@@ -67,3 +67,18 @@ def test_the_summary_adds_up_by_file_and_counts_tasks_that_ran_or_were_skipped(t
     assert lines[2].split() == ["tests/a.py", "2", "30", "18", "1", "16", "4"]
     assert lines[3] == "all: 3 tests, 48 CPU s; 1 playbook runs, 4 CPU s"
     assert [line.split()[-1] for line in lines[-2:]] == ["tests/b.py::t3", "tests/a.py::t2"]
+
+
+def test_helper_processes_are_counted_by_command_file_and_verb(monkeypatch, tmp_path):
+    log = tmp_path / "cpu.jsonl"
+    monkeypatch.setenv(cpu_log.ENV, str(log))
+    for test, args in (("tests/a.py::t1", ("get", "pods", "-o", "json")), ("tests/a.py::t2", ("get", "nodes")),
+                       ("tests/b.py::t3", ("delete", "ns", "x"))):
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", test + " (call)")
+        cpu_log.command_record("kubectl", args)
+    lines = cpu_log.summary(str(log)).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("helper processes the tests ran (3)"))
+    assert [line.split() for line in lines[start + 1:]] == [
+        ["2", "kubectl", "tests/a.py", "get"], ["1", "kubectl", "tests/b.py", "delete"]]
+    # the helper runs are not tests: the file table counts none
+    assert lines[0].startswith("file") and lines[1].startswith("all: 0 tests")
