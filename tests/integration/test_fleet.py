@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from localcp import fleet as localfleet
+from localcp import sweep
 from localcp.fixtures import Ansible
 
 pytestmark = pytest.mark.integration
@@ -78,12 +79,15 @@ class AddonManager(threading.Thread):
 
     def run(self):
         patch = json.dumps({"spec": {"template": {"spec": {"nodeSelector": {NON_CALICO: None}}}}})
+        api = sweep.of(self.cluster)  # the reads in this process; the writes by kubectl (see _first_and_last_write)
         while not self.stop_event.wait(1.0):
-            got = self.cluster.kubectl("get", "daemonset", "kube-proxy", "-n", "kube-system", "-o", "json",
-                                       check=False)
-            if got.returncode != 0:
+            try:
+                got = api.get("/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy")
+            except Exception:  # noqa: BLE001 - the API server away for a moment: read again in a second
                 continue
-            selector = json.loads(got.stdout)["spec"]["template"]["spec"].get("nodeSelector") or {}
+            if got is None:
+                continue
+            selector = got["spec"]["template"]["spec"].get("nodeSelector") or {}
             if NON_CALICO in selector:
                 self.cluster.kubectl("patch", "daemonset", "kube-proxy", "-n", "kube-system", "--type", "merge",
                                      "-p", patch, check=False)
