@@ -37,8 +37,9 @@ options:
     description:
       - The manifests whose live objects to adopt. C(apiVersion), C(kind) and C(metadata) name the object; a whole
         document is also dry-run applied to see whether the handover is needed at all.
-    type: list
-    elements: dict
+      - A list of dicts, one dict, or multi-document YAML text (a release file as downloaded, parsed by the module
+        with libyaml; cheaper than passing megabytes of parsed documents through a task's arguments).
+    type: raw
     required: true
   from_managers:
     description: Field managers whose fields are handed over (for example V(kubectl-client-side-apply)).
@@ -95,26 +96,48 @@ counts:
   sample: {objects: 42, adopted: 3, covered: 37, absent: 2, unchanged: 0, unknown_type: 0}
 """
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s import yaml_text
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import FIELD_MANAGER
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.field_ownership import run
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
 
 
+def _documents(objects):
+    docs = yaml_text.documents(objects)
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise ValueError("document %d is a %s, not an object with apiVersion, kind and metadata"
+                             % (i + 1, type(doc).__name__))
+    return docs
+
+
 def _subject(params):
     """``Kind namespace/name`` of the first few objects."""
+    try:
+        docs = _documents(params["objects"])
+    except (yaml_text.YAMLError, ValueError):  # reported by _objects
+        docs = []
     names = []
-    for obj in params["objects"][:3]:
+    for obj in docs[:3]:
         meta = obj.get("metadata") or {}
         names.append("%s %s" % (obj.get("kind"), "/".join(x for x in (meta.get("namespace"), meta.get("name")) if x)))
-    return ", ".join(names) + (" and %d more" % (len(params["objects"]) - 3) if len(params["objects"]) > 3 else "")
+    return ", ".join(names) + (" and %d more" % (len(docs) - 3) if len(docs) > 3 else "")
+
+
+def _objects(m):
+    """The documents of O(objects), parsed here when they come as YAML text; one line naming the option if not."""
+    try:
+        return _documents(m.params["objects"])
+    except (yaml_text.YAMLError, ValueError) as exc:
+        m.fail("objects: not valid: %s (nothing was sent)" % exc)
 
 
 def main():
     K8sModule(dict(
-        objects=dict(type="list", elements="dict", required=True),
+        objects=dict(type="raw", required=True),
         from_managers=dict(type="list", elements="str", required=True),
         to_manager=dict(type="str", default=FIELD_MANAGER),
-    ), subject=_subject).run(lambda m: run(m.client(), m.params["objects"], m.params["from_managers"],
+    ), subject=_subject).run(lambda m: run(m.client(), _objects(m), m.params["from_managers"],
                                            m.params["to_manager"], diff=m.diff))
 
 

@@ -134,14 +134,6 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module im
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.redact import MARKER, is_secret
 
 
-def _documents(definition):
-    if isinstance(definition, str):
-        return [d for d in yaml_text.load_all(definition) if d]
-    if isinstance(definition, dict):
-        return [definition]
-    return [d for d in definition or [] if d]
-
-
 def fill_secret_data(docs, secret_data):
     """Put the values of ``secret_data`` (Secret name -> key -> plain text) base64-encoded into the Secret documents
     of those names; return the problems (a Secret whose data still holds ``MARKER``), naming document and key."""
@@ -169,7 +161,7 @@ def fill_secret_data(docs, secret_data):
 def _apply(m):
     p = m.params
     try:
-        docs = _documents(p["definition"])
+        docs = yaml_text.documents(p["definition"])
     except yaml_text.YAMLError as exc:
         m.fail("definition: not valid YAML: %s" % exc)
     problems = fill_secret_data(docs, p["secret_data"])
@@ -214,7 +206,7 @@ def _apply(m):
 def _subject(params):
     """The documents a failure before any request names: ``Kind namespace/name`` of the first few."""
     try:
-        docs = _documents(params["definition"])
+        docs = yaml_text.documents(params["definition"])
     except Exception:  # the YAML error is reported by _apply
         docs = []
     names = []

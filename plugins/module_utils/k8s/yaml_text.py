@@ -35,3 +35,14 @@ def load(text):
 def load_all(text):
     """Every document of a multi-document YAML text, as plain objects (``None`` for an empty document)."""
     return list(yaml.load_all(text, Loader=SAFE_LOADER))  # nosec B506 - a safe loader (C or Python)
+
+
+def documents(definition):
+    """The non-empty documents of a module's manifest option: a list of dicts, one dict, or multi-document YAML
+    text (parsed here, in the module: a role that passes the release file's text instead of its parsed documents
+    spares Ansible templating and copying megabytes of nested objects per task)."""
+    if isinstance(definition, str):
+        return [d for d in load_all(definition) if d]
+    if isinstance(definition, dict):
+        return [definition]
+    return [d for d in definition or [] if d]

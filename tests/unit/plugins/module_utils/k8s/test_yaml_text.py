@@ -33,3 +33,13 @@ def test_values_yaml_1_1_resolves_alike():
 def test_invalid_yaml_is_the_error_callers_catch():
     with pytest.raises(yaml_text.YAMLError):
         yaml_text.load_all("a: [1, 2\n")
+
+
+def test_documents_of_a_manifest_option_are_the_same_from_text_a_list_or_one_dict():
+    text = release_text("v3.31.4", "tigera-operator.yaml")
+    docs = yaml_text.documents(text)
+    assert docs == [d for d in yaml.safe_load_all(text) if d]
+    assert yaml_text.documents(docs) == docs
+    assert yaml_text.documents(docs[0]) == [docs[0]]
+    assert yaml_text.documents("---\n---\nkind: A\n---\n") == [{"kind": "A"}]
+    assert yaml_text.documents(None) == [] and yaml_text.documents([None, {}, {"kind": "B"}]) == [{"kind": "B"}]
