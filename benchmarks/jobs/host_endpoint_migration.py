@@ -20,8 +20,9 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+from localcp.api import Api
 from kube_controllers import METRICS_OFF, KubeControllers, calico_labels, delete_automatic_endpoints
-from test_host_endpoint_migration import CRD, HEPS, KCC, Api, apply_crds, coll, delete_crds, old_hep
+from test_host_endpoint_migration import CRD, HEPS, KCC, apply_crds, coll, delete_crds, old_hep
 
 from benchmarks import limit
 from benchmarks.harness import (Job, LimitContender, audited, collection_module, collection_rules, log, timed_play,

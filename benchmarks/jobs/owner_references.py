@@ -18,7 +18,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import yaml
-from test_owner_references import CALICO, CRDS, Api, calico_refs, coll, ref
+from localcp.api import Api
+from test_owner_references import CALICO, CRDS, calico_refs, coll, ref
 
 from benchmarks import limit
 from benchmarks.harness import (Job, LimitContender, audited, collection_module, collection_rules, combine, public,

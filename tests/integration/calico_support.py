@@ -110,7 +110,7 @@ def wipe_operator_resources(cluster, timeout=180):
     served = [path for path in map(_operator_path, OPERATOR_KINDS) if api.items(path) is not None]
     for path in served:  # every delete sent first, then one wait for all of them
         api.delete(path)
-    api.wait(lambda: not any(api.items(path) for path in served), wait)
+    api.wait(lambda: not any(api.names(path) for path in served), wait)
     for path in served:
         for item in api.items(path) or []:
             api.drop_finalizers("%s/%s" % (path, item["metadata"]["name"]))
@@ -166,7 +166,7 @@ def wipe_calico(cluster):
     wipe_operator_resources(cluster)
     singletons = [p for p in ("/apis/operator.tigera.io/v1/tigerastatuses",
                               "/apis/crd.projectcalico.org/v1/clusterinformations") if api.delete(p)]
-    api.wait(lambda: not any(api.items(p) for p in singletons), 120)
+    api.wait(lambda: not any(api.names(p) for p in singletons), 120)
     for name in NODE_DAEMONSETS:
         api.delete("/apis/apps/v1/namespaces/kube-system/daemonsets/" + name)
     for name in KUBE_SYSTEM_DEPLOYMENTS:
@@ -294,20 +294,18 @@ class Install(object):
         # every object of the release files, newest file first (as `kubectl delete -f` would), without waiting on
         # each; then until none is left (a CRD still terminating cannot be re-created)
         docs = [d for version, name in reversed(self.files) for d in release_docs(self.cluster.mirror_url, version, name)]
-        left = [(d["kind"], d["metadata"]["name"], path) for d, path in ((d, api.path_of(d)) for d in docs) if path]
-        for _kind, _name, path in left:
+        named = dict((path, (d["kind"], d["metadata"]["name"])) for d, path in ((d, api.path_of(d)) for d in docs) if path)
+        for path in named:
             api.delete(path)
 
-        def gone():
-            left[:] = [o for o in left if api.get(o[2], metadata=True) is not None]
-            nudge_crds(self.cluster, [n for k, n, _p in left if k == "CustomResourceDefinition"])
-            if any("%s/%s" % (k.lower(), n) in CNI_PROTECTED for k, n, _p in left):
+        def unblock(left):
+            nudge_crds(self.cluster, [named[p][1] for p in left if named[p][0] == "CustomResourceDefinition"])
+            if any("%s/%s" % (named[p][0].lower(), named[p][1]) in CNI_PROTECTED for p in left):
                 release_cni_protected(self.cluster)
-            return not left
-        try:
-            self.cluster.wait_for(gone, timeout=300, interval=1, what="the release files' objects to be gone")
-        except AssertionError as exc:
-            raise AssertionError("%s; still there: %s" % (exc, " ".join("%s/%s" % o[:2] for o in left[:20]))) from None
+        left = api.wait_gone(list(named), 300, interval=1, each=unblock)
+        if left:
+            raise AssertionError("the release files' objects not gone after 300s; still there: %s"
+                                 % " ".join("%s/%s" % named[p] for p in left[:20]))
         files = time.monotonic()
         wipe_calico(self.cluster)
         print("[cleanup] release files %.1fs, singletons %.1fs" % (files - started, time.monotonic() - files))

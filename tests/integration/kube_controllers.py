@@ -33,9 +33,10 @@ import time
 import urllib.request
 
 import yaml
-from k8s_api import Api
 
 from localcp import sweep
+from localcp.api import Api
+from localcp.api import of as client_of
 
 NAMESPACE = "kube-system"
 NAME = "calico-kube-controllers"
@@ -99,7 +100,7 @@ class KubeControllers(object):
 
     def scale(self, replicas, agent=None):
         """Scale the Deployment (a merge patch of spec.replicas, by the tests' own User-Agent)."""
-        Api(self.cluster, user_agent=agent or TEST_AGENT).req(
+        client_of(self.cluster, agent or TEST_AGENT).req(
             "PATCH", "/apis/apps/v1/namespaces/%s/deployments/%s" % (NAMESPACE, NAME),
             {"spec": {"replicas": replicas}}, ctype="application/merge-patch+json")
         if replicas:
@@ -144,7 +145,7 @@ def delete_automatic_endpoints(cluster):
     """The endpoints calico-kube-controllers created (it would delete them itself with autoCreate Disabled): one
     DELETE of the collection with its label selector, by the tests' own User-Agent (``kubectl delete -l`` sends one
     DELETE per object and waits for each: 1,000 endpoints took 204 s). Nothing to do when the CRD is not there."""
-    Api(cluster, user_agent=TEST_AGENT).delete(HEPS_PATH, query={"labelSelector": CREATED_BY})
+    client_of(cluster, TEST_AGENT).delete(HEPS_PATH, query={"labelSelector": CREATED_BY})
 
 
 HOLD_DOCS = [
@@ -214,14 +215,14 @@ class HoldAutoHeps(AdmissionHold):
 
 def release(cluster, node, agent=TEST_AGENT):
     """Remove the hold label from a node (a merge patch by the tests' own User-Agent)."""
-    Api(cluster, user_agent=agent).req("PATCH", "/api/v1/nodes/" + node,
+    client_of(cluster, agent).req("PATCH", "/api/v1/nodes/" + node,
                                        {"metadata": {"labels": {HOLD_LABEL: None}}},
                                        ctype="application/merge-patch+json")
 
 
 def metrics_off(cluster, agent=TEST_AGENT):
     """prometheusMetricsPort 0 in KubeControllersConfiguration default (a merge patch by the tests' User-Agent)."""
-    Api(cluster, user_agent=agent).req("PATCH", KCC_PATH, {"spec": METRICS_OFF}, ctype="application/merge-patch+json")
+    client_of(cluster, agent).req("PATCH", KCC_PATH, {"spec": METRICS_OFF}, ctype="application/merge-patch+json")
 
 
 def running_config_auto_create(kcc):

@@ -33,9 +33,10 @@ import uuid
 import pytest
 import yaml
 
-from kube_controllers import HOLD_LABEL, TEST_AGENT, Api, HoldAutoHeps, KubeControllers, Releaser, calico_crd_docs, \
+from kube_controllers import HOLD_LABEL, TEST_AGENT, HoldAutoHeps, KubeControllers, Releaser, calico_crd_docs, \
     METRICS_OFF, calico_labels, delete_automatic_endpoints, running_config_auto_create
 from kube_controllers import USER as KC_USER
+from localcp.api import Api
 from localcp.fixtures import Ansible
 
 pytestmark = pytest.mark.integration

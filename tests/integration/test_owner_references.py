@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from localcp.api import Api
 from localcp.fixtures import ansible_bin, ansible_python, kill_tree
 from localcp.mirror import REPO_ROOT
-from k8s_api import Api
 
 pytestmark = pytest.mark.integration
 

@@ -14,14 +14,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from . import cpu_log
+from . import api, cpu_log
 from . import nodes as nodes_mod
 from . import procs
 from .cluster import ControlPlane
@@ -80,7 +79,6 @@ class Cluster:
 
     def __init__(self, cp: ControlPlane):
         self.cp = cp
-        self._k8s = None
 
     kubeconfig = property(lambda self: self.cp.kubeconfig)
     server = property(lambda self: self.cp.server)
@@ -202,14 +200,7 @@ class Cluster:
         """kubernetes.dynamic.DynamicClient for assertions (independent of the code under test); one per
         thread: the client's discovery cache is not thread-safe (a stand-in thread and the test refreshing it at
         once fail with KeyError 'resources' inside kubernetes.dynamic)."""
-        if self._k8s is None:
-            self._k8s = threading.local()
-        client = getattr(self._k8s, "client", None)
-        if client is None:
-            from kubernetes import config, dynamic
-            api = config.new_client_from_config(config_file=self.kubeconfig)
-            client = self._k8s.client = dynamic.DynamicClient(api)
-        return client
+        return api.of(self, user_agent=None).dyn
 
     node_spec = staticmethod(nodes_mod.node_spec)
 
@@ -220,14 +211,10 @@ class Cluster:
         nodes_mod.delete_nodes(self.cp, names)
 
     def wait_for(self, predicate, timeout: float = 60, interval: float = 1.0, what: str = "condition"):
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-            time.sleep(interval)
+        value = api.poll(predicate, timeout, interval)
+        if not value:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        return value
 
 
 @dataclass

@@ -5,63 +5,31 @@ The tests' cleanups ran one kubectl process per step (``kubectl get``, ``delete`
 CRDs in operator-crds.yaml: about 0.5 s of CPU per run). Measured 2026-12-07 with ``localcp.cpu_log``: 3,773 kubectl
 runs in one integration step, 1,099 of them in test_upgrade.py alone, most of them in these cleanups. Here every
 request goes through one client per control plane and thread, the release files are parsed once per process, and a
-wait polls what it waits for (a GET of the object's metadata, a LIST of a type) twice a second.
+wait polls what it waits for (a LIST of the metadata of each collection it waits on) twice a second.
 
 The requests carry the User-Agent ``AGENT``, the tests' own (the audit-log readers leave them out of a job's writes).
 """
 
 from __future__ import annotations
 
-import json
-import threading
-import time
+from . import api
 
 AGENT = "calico-ops-test-setup"
-BACKGROUND = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
-METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
-MERGE = "application/merge-patch+json"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-_CLIENTS = threading.local()
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 
 def base(api_version: str) -> str:
     return "/api/" + api_version if "/" not in api_version else "/apis/" + api_version
 
 
-class Sweeper:
-    """Raw JSON requests of one kubeconfig; 404 is an answer (None / False), anything else raises."""
+class Sweeper(api.Api):
+    """The tests' own client (User-Agent ``AGENT``) with what a cleanup needs besides: the REST path of a manifest's
+    object, finalizers dropped, and a wait until objects are gone."""
 
-    def __init__(self, kubeconfig: str):
-        from kubernetes import config, dynamic
-        api = config.new_client_from_config(config_file=kubeconfig)
-        api.user_agent = AGENT
-        self.dyn = dynamic.DynamicClient(api)
+    def __init__(self, kubeconfig, user_agent: str = AGENT):
+        super().__init__(kubeconfig, user_agent)
         self._types = {}
-
-    def req(self, method, path, body=None, ctype="application/json", query=None, accept="application/json"):
-        from kubernetes.dynamic.exceptions import NotFoundError
-        try:
-            resp = self.dyn.request(method, path, body=body, serialize=False, content_type=ctype,
-                                    header_params={"Accept": accept}, query_params=list((query or {}).items()))
-        except NotFoundError:
-            return None
-        return json.loads(resp.data) if resp.data else {}
-
-    def get(self, path: str, metadata: bool = False):
-        return self.req("GET", path, accept=METADATA if metadata else "application/json")
-
-    def items(self, path: str):
-        """The objects of a collection; None when the type is not served."""
-        doc = self.req("GET", path)
-        return None if doc is None else doc.get("items") or []
-
-    def delete(self, path: str) -> bool:
-        """DELETE an object, or every object of a collection (background propagation); False when not found."""
-        return self.req("DELETE", path, BACKGROUND) is not None
-
-    def patch(self, path: str, body: dict) -> bool:
-        return self.req("PATCH", path, body, ctype=MERGE) is not None
 
     def drop_finalizers(self, path: str) -> bool:
         return self.patch(path, {"metadata": {"finalizers": None}})
@@ -81,33 +49,33 @@ class Sweeper:
         where = "/namespaces/%s" % (meta.get("namespace") or "default") if namespaced else ""
         return "%s%s/%s/%s" % (base(key[0]), where, plural, meta["name"])
 
-    def wait(self, done, timeout: float, interval: float = 0.5):
-        """``done()`` until it is true or ``timeout`` seconds have passed; its last value."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = done()
-            if value or time.monotonic() >= deadline:
-                return value
-            time.sleep(interval)
+    def names(self, collection: str):
+        """The names of a collection's objects (one LIST of their metadata); None when the type is not served."""
+        doc = self._answer("GET", collection, accept=METADATA_LIST)
+        return None if doc is None else {item["metadata"]["name"] for item in doc.get("items") or []}
 
-    def wait_gone(self, paths, timeout: float, interval: float = 0.5) -> list:
-        """Until no object of ``paths`` is left (a metadata GET each); what is left at the timeout."""
+    def wait_gone(self, paths, timeout: float, interval: float = 0.5, each=None) -> list:
+        """Until no object of ``paths`` is left (one LIST of metadata per collection and poll: a type no longer
+        served has none left); what is left at the timeout. ``each(left)``: after every poll that found some left
+        (to unblock them: finalizers, a CRD the API server must be nudged to forget)."""
         left = list(paths)
 
         def gone():
-            left[:] = [p for p in left if self.get(p, metadata=True) is not None]
+            by_collection = {}
+            for path in left:
+                by_collection.setdefault(path.rsplit("/", 1)[0], []).append(path)
+            still = []
+            for collection, members in by_collection.items():
+                names = self.names(collection) or set()
+                still += [p for p in members if p.rsplit("/", 1)[1] in names]
+            left[:] = still
+            if left and each:
+                each(list(left))
             return not left
         self.wait(gone, timeout, interval)
         return left
 
 
 def of(cluster) -> Sweeper:
-    """The sweeper of a control plane (``cluster.kubeconfig``), one per thread: the kubernetes client's discovery
-    cache is not thread-safe."""
-    clients = getattr(_CLIENTS, "by_kubeconfig", None)
-    if clients is None:
-        clients = _CLIENTS.by_kubeconfig = {}
-    key = str(cluster.kubeconfig)
-    if key not in clients:
-        clients[key] = Sweeper(key)
-    return clients[key]
+    """The sweeper of a control plane (``cluster.kubeconfig``), one per thread (``localcp.api.of``)."""
+    return api.of(cluster, AGENT, Sweeper)

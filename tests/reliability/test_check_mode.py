@@ -11,12 +11,13 @@ tests/integration/test_upgrade.py (every manifest flavor).
 import pytest
 import yaml
 
+from localcp.api import Api
 from localcp.audit import describe
 from localcp.cluster import ControlPlane
 from localcp.fixtures import Ansible, Cluster
 from test_host_endpoint_migration import HEPS, KCC, old_hep
 from test_install_ebpf import _vars
-from test_owner_references import CALICO, CRDS, Api, coll, ref
+from test_owner_references import CALICO, CRDS, coll, ref
 
 pytestmark = pytest.mark.integration
 

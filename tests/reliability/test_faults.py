@@ -39,14 +39,14 @@ from calico_support import SOURCE, TARGET, CalicoNodeStandIn, Install, get, helm
     wait_daemonset
 from kube_controllers import HOLD_LABEL, METRICS_OFF, TEST_AGENT, AdmissionHold, HoldAutoHeps, KubeControllers, \
     Releaser, calico_labels
+from localcp.api import Api
 from localcp.audit import WRITE_VERBS
 from localcp.cluster import ControlPlane
 from localcp.fixtures import Ansible, Cluster, kill_tree
 from test_host_endpoint_migration import HEPS, KCC, STAND_IN_AGENT, apply_crds, old_hep
-from test_host_endpoint_migration import Api as HepApi
 from test_install_ebpf import _vars as ebpf_vars
 from test_kube_proxy import KUBEADM_IPVS_CONF, SELECTOR, create_kube_proxy
-from test_owner_references import CALICO, CRDS, Api, calico_refs, coll, record_entries, ref
+from test_owner_references import CALICO, CRDS, calico_refs, coll, record_entries, ref
 from test_upgrade import CUSTOM_ENV, OPERATOR_OF, assert_upgraded_manifest, crd, customise, operator_image, record, \
     reported_version, upgrade_vars
 
@@ -335,7 +335,7 @@ class HostEndpointMigration(Job):
 
     def setup(self, cluster, workdir):
         apply_crds(cluster)
-        api = HepApi(cluster)
+        api = Api(cluster)
         nodes = ["fault-%02d" % i for i in range(self.count)]
         node_labels = dict((n, {"rack": "r%d" % (i % 3), HOLD_LABEL: "true"}) for i, n in enumerate(nodes))
         hep_labels = dict((n, {"env": "prod", "hep": n, "rack": "r%d" % (i % 3)}) for i, n in enumerate(nodes))

@@ -14,10 +14,11 @@ import uuid
 import pytest
 import yaml
 
+from localcp.api import Api
+
 from kube_controllers import METRICS_OFF, KubeControllers, delete_automatic_endpoints
 from test_host_endpoint_migration import HEPS, KCC, apply_crds, delete_crds, old_hep
-from test_host_endpoint_migration import Api as HepApi
-from test_owner_references import CALICO, CRDS, Api, calico_refs, coll, ref
+from test_owner_references import CALICO, CRDS, calico_refs, coll, ref
 from test_rbac import JOBS, RBAC, can_i, service_account, token_run  # noqa: F401 - service_account: a fixture
 
 pytestmark = pytest.mark.integration
@@ -174,7 +175,7 @@ def test_owner_references_runs_with_its_roles_only(cluster, service_account, nam
 
 def test_migrate_host_endpoints_runs_with_its_roles_only(cluster, service_account, tmp_path):  # noqa: F811
     created = apply_crds(cluster)
-    api = HepApi(cluster)
+    api = Api(cluster)
     node = "rbac-hep-" + uuid.uuid4().hex[:5]
     record = "calico-ops-rbac-hep-" + uuid.uuid4().hex[:5]
     assert api.get(KCC) is None, "KubeControllersConfiguration default exists already: another test left it behind"
