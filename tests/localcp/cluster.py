@@ -110,6 +110,30 @@ def _port_taken(message: str) -> bool:
     return any(s in message.lower() for s in _PORT_TAKEN)
 
 
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on TCP ``port`` of this network namespace (/proc/net/tcp's
+    LISTEN entries, then the process's file descriptors)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+            inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return False
+    fd_dir = Path(f"/proc/{pid}/fd")
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return False
+    for fd in names:
+        try:
+            if os.readlink(fd_dir / fd) in inodes:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _die_with_parent():
     """preexec_fn: the child gets SIGTERM when the process that started it dies (PR_SET_PDEATHSIG)."""
     os.setsid()
@@ -246,7 +270,10 @@ class ControlPlane:
         self._save()
         return proc
 
-    def _wait(self, name: str, check, timeout: float) -> None:
+    def _wait(self, name: str, check, timeout: float, port: int | None = None) -> None:
+        """Until ``check()`` holds. ``port``: the one it asks, which the component must be the one listening on -
+        a healthy answer from another process there (another control plane's etcd on a port freed a moment ago)
+        means ours could not bind it: a taken port, which ``start`` answers by starting again on new ports."""
         deadline = time.monotonic() + timeout
         last_err = ""
         while time.monotonic() < deadline:
@@ -255,10 +282,14 @@ class ControlPlane:
                 raise StartError(f"{name} exited with code {proc.returncode} while starting; last log lines:\n"
                                  + _tail(self.run_dir / f"{name}.log"))
             try:
-                if check():
-                    return
+                ok = check()
             except Exception as exc:  # noqa: BLE001 - any failure means "not yet"
-                last_err = str(exc)
+                ok, last_err = False, str(exc)
+            if ok:
+                if port is None or proc is None or listens(proc.pid, port):
+                    return
+                raise StartError(f"{name}: 127.0.0.1:{port} answered, but not from {name} (pid {proc.pid}): address "
+                                 "already in use by another process")
             time.sleep(0.25)
         raise StartError(f"{name} did not become healthy within {int(timeout)}s ({last_err}); last log lines:\n"
                          + _tail(self.run_dir / f"{name}.log"))
@@ -382,7 +413,7 @@ class ControlPlane:
             f"--initial-cluster=local=http://127.0.0.1:{etcd_peer}",
             "--unsafe-no-fsync=true", "--quota-backend-bytes=8589934592", "--log-level=warn"])
         self.state["etcd"] = f"http://127.0.0.1:{etcd_client}"
-        self._wait("etcd", lambda: self._http_ok(f"http://127.0.0.1:{etcd_client}/health"), timeout)
+        self._wait("etcd", lambda: self._http_ok(f"http://127.0.0.1:{etcd_client}/health"), timeout, port=etcd_client)
 
         # kube-apiserver
         audit_policy = self.run_dir / "audit-policy.yaml"
@@ -467,7 +498,8 @@ class ControlPlane:
                 log("kwok's pod stages were not found in the Go module cache: the data plane's pods are marked "
                     "Ready by kwok at once and set back by the pod runner until their readiness probes pass")
         self._spawn("kwok", kwok_args)
-        self._wait("kwok", lambda: self._insecure_https_ok(f"https://127.0.0.1:{kwok_port}/healthz"), timeout)
+        self._wait("kwok", lambda: self._insecure_https_ok(f"https://127.0.0.1:{kwok_port}/healthz"), timeout,
+                   port=kwok_port)
 
         # the `default` ServiceAccount (admission needs it before pods can be created)
         self._wait("kube-controller-manager", self._default_sa_exists, timeout)
@@ -479,7 +511,7 @@ class ControlPlane:
                                "--directory", str(source)])
         url = f"http://127.0.0.1:{mirror_port}"
         self.state.update({"mirror_url": url, "mirror_source": str(source)})
-        self._wait("mirror", lambda: self._http_ok(f"{url}/charts/index.yaml"), timeout)
+        self._wait("mirror", lambda: self._http_ok(f"{url}/charts/index.yaml"), timeout, port=mirror_port)
 
         # the Calico control components' real processes behind their pods (podrunner.py)
         self._spawn("podrunner", [sys.executable, "-m", "localcp.podrunner", "--run-dir", str(self.run_dir)],

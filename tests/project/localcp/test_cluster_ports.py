@@ -1,5 +1,10 @@
 """The control plane starts again on new ports only when a component's port was taken (localcp/cluster.py)."""
 
+import os
+import socket
+import subprocess
+import sys
+
 from localcp import cluster
 
 
@@ -17,3 +22,21 @@ def test_any_other_start_failure_is_not_retried():
                  "etcd exited with code 2 while starting; last log lines:\nmember has already been bootstrapped",
                  "no free 127.N.0.0/16 service range: 253 control planes are running"):
         assert not cluster._port_taken(said), said
+
+
+def test_listens_tells_the_process_holding_a_port_from_any_other():
+    """ControlPlane._wait's check that a healthy answer came from the component it started (not another control
+    plane's on a port freed a moment before): the process with the listening socket, and no other, is found."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        assert not cluster.listens(os.getpid(), port)  # bound, not listening
+        s.listen()
+        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            assert cluster.listens(os.getpid(), port)
+            assert not cluster.listens(other.pid, port)
+        finally:
+            other.kill()
+            other.wait()
+    assert not cluster.listens(os.getpid(), port) and not cluster.listens(2 ** 22 + 1, port)
