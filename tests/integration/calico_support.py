@@ -107,7 +107,7 @@ def wipe_operator_resources(cluster, timeout=180):
     nothing would remove them, so they are dropped by hand, as a user must when the operator was deleted first."""
     api = sweep.of(cluster)
     wait = timeout if cluster.processes("tigera-operator") else 5
-    served = [path for path in map(_operator_path, OPERATOR_KINDS) if api.items(path) is not None]
+    served = [path for path in map(_operator_path, OPERATOR_KINDS) if api.names(path) is not None]
     for path in served:  # every delete sent first, then one wait for all of them
         api.delete(path)
     api.wait(lambda: not any(api.names(path) for path in served), wait)

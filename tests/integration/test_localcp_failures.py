@@ -1,7 +1,9 @@
 """The harness fails loudly and cleans up: which component, why (its last log lines), nothing left behind."""
 
+import http.server
 import os
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,42 @@ def test_a_module_that_cannot_be_downloaded_is_reported(tmp_path):
     with pytest.raises(build.BuildError) as err:
         build._module_gomod("k8s.io/kubernetes", "v1.33.999", tmp_path)  # pylint: disable=protected-access
     assert "k8s.io/kubernetes@v1.33.999" in str(err.value)
+
+
+def test_a_healthy_answer_from_another_process_on_etcds_port_is_a_taken_port(monkeypatch, tmp_path, capfd):
+    """Another control plane's etcd restarted on a port this start had just chosen answers etcd's health check (seen
+    in a full run: etcd 'healthy' within 0.01 s). The answer is not from the etcd started here, so the port counts as
+    taken and the start is made again on new ports - not carried on with an API server pointed at a foreign etcd."""
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"health":"true"}')
+
+        def log_message(self, *args):
+            pass
+    foreign = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    port, real_free_port, calls, attempts = foreign.server_address[1], cluster_mod.free_port, [], []
+    real_start_once = ControlPlane._start_once
+
+    def start_once(self, *args, **kwargs):
+        attempts.append(1)
+        calls.clear()
+        return real_start_once(self, *args, **kwargs)
+
+    def free_port():
+        calls.append(1)  # the start's second port is etcd's client port
+        return port if len(attempts) == 1 and len(calls) == 2 else real_free_port()
+    monkeypatch.setattr(ControlPlane, "_start_once", start_once)
+    monkeypatch.setattr(cluster_mod, "free_port", free_port)
+    cp = ControlPlane(tmp_path / "run", die_with_parent=True)
+    try:
+        cp.start(node_specs=[], timeout=120)
+        err = capfd.readouterr().err
+        assert f"etcd: 127.0.0.1:{port} answered, but not from etcd" in err, err[-3000:]
+        assert len(attempts) == 2 and str(port) not in cp.state["etcd"]
+    finally:
+        cp.stop(remove_dir=True)
+        foreign.shutdown()
+        foreign.server_close()

@@ -13,10 +13,22 @@ import time
 
 JSON = "application/json"
 METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 MERGE = "application/merge-patch+json"
 BACKGROUND = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
 
 _CLIENTS = threading.local()
+
+
+def poll(read, timeout: float, interval: float = 0.5, until=bool):
+    """``read()`` every ``interval`` seconds until ``until(value)`` holds or ``timeout`` seconds have passed; its last
+    value either way (the caller names what did not come: ``Cluster.wait_for`` raises, a cleanup reports)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if until(value) or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
 
 
 class WaitTimeout(AssertionError):
@@ -57,6 +69,12 @@ class Api:
         doc = self._answer("GET", path, query=query)
         return None if doc is None else doc.get("items") or []
 
+    def names(self, collection: str):
+        """The names of a collection's objects (one LIST of their metadata only: a CRD list is 4 MB in full); None
+        when the type is not served."""
+        doc = self._answer("GET", collection, accept=METADATA_LIST)
+        return None if doc is None else {item["metadata"]["name"] for item in doc.get("items") or []}
+
     def create(self, collection: str, body: dict) -> dict:
         return self.req("POST", collection, body)
 
@@ -78,18 +96,7 @@ class Api:
                                   % (path, timeout, (left.get("metadata") or {}).get("finalizers")))
         return True
 
-    wait = staticmethod(lambda read, timeout, interval=0.5, until=bool: poll(read, timeout, interval, until))
-
-
-def poll(read, timeout: float, interval: float = 0.5, until=bool):
-    """``read()`` every ``interval`` seconds until ``until(value)`` holds or ``timeout`` seconds have passed; its last
-    value either way (the caller names what did not come: ``Cluster.wait_for`` raises, a cleanup reports)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = read()
-        if until(value) or time.monotonic() >= deadline:
-            return value
-        time.sleep(interval)
+    wait = staticmethod(poll)
 
 
 def of(cluster, user_agent: str, cls=Api):

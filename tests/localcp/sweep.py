@@ -16,7 +16,6 @@ from . import api
 
 AGENT = "calico-ops-test-setup"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 
 def base(api_version: str) -> str:
@@ -48,11 +47,6 @@ class Sweeper(api.Api):
         meta = doc.get("metadata") or {}
         where = "/namespaces/%s" % (meta.get("namespace") or "default") if namespaced else ""
         return "%s%s/%s/%s" % (base(key[0]), where, plural, meta["name"])
-
-    def names(self, collection: str):
-        """The names of a collection's objects (one LIST of their metadata); None when the type is not served."""
-        doc = self._answer("GET", collection, accept=METADATA_LIST)
-        return None if doc is None else {item["metadata"]["name"] for item in doc.get("items") or []}
 
     def wait_gone(self, paths, timeout: float, interval: float = 0.5, each=None) -> list:
         """Until no object of ``paths`` is left (one LIST of metadata per collection and poll: a type no longer

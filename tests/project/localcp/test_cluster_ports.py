@@ -40,3 +40,19 @@ def test_listens_tells_the_process_holding_a_port_from_any_other():
             other.kill()
             other.wait()
     assert not cluster.listens(os.getpid(), port) and not cluster.listens(2 ** 22 + 1, port)
+
+
+def test_a_connection_on_the_port_is_not_a_listener():
+    """An accepted connection keeps the port as its local port (ESTABLISHED, not LISTEN): only a listening socket
+    counts."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _addr = listener.accept()
+    try:
+        assert not cluster.listens(os.getpid(), port)
+    finally:
+        accepted.close()
+        client.close()
