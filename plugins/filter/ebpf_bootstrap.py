@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import rules as ebpf_bootstrap
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import settings as ebpf_settings
 
 
 def ebpf_bootstrap_problems(facts):
@@ -20,6 +21,11 @@ def ebpf_bootstrap_problems(facts):
         version=facts.get("version"), variant=facts.get("variant") or "Calico",
         configmap_namespace=facts.get("configmap_namespace") or "tigera-operator",
         disable_kube_proxy=facts.get("disable_kube_proxy", True))
+
+
+def ebpf_install_settings_problems(variables, custom_resources_url=None):
+    """The role's variables that contradict each other or are out of range (module_utils/ebpf_install/settings)."""
+    return ebpf_settings.problems(variables, custom_resources_url)
 
 
 def ebpf_bootstrap_overrides(mode):
@@ -45,4 +51,5 @@ class FilterModule(object):
             "ebpf_bootstrap_problems": ebpf_bootstrap_problems,
             "ebpf_enable_pending": ebpf_enable_pending,
             "ebpf_bootstrap_overrides": ebpf_bootstrap_overrides,
+            "ebpf_install_settings_problems": ebpf_install_settings_problems,
         }

@@ -103,6 +103,34 @@ options:
     type: list
     elements: str
     default: [calico-system/calico-node, kube-system/calico-node]
+  switch_ipvs_to_iptables:
+    description:
+      - Whether an IPVS kube-proxy may be switched to O(target_mode) before it is disabled; without it RV(plan)
+        refuses to disable an IPVS kube-proxy.
+    type: bool
+    default: false
+  require_calico_api:
+    description:
+      - Refuse (in RV(plan)) to disable kube-proxy while calico-node reaches the API server through the
+        C(kubernetes) Service, which kube-proxy serves.
+    type: bool
+    default: true
+  kops_timeout:
+    description: kOps - the seconds each kops command may take; checked to be positive for RV(plan).
+    type: int
+  names_prefix:
+    description:
+      - The prefix of the caller's variables (for example V(kube_proxy_) for the role), so that RV(plan)'s problems
+        name C(kube_proxy_timeout) instead of O(wait_timeout). Empty - the options' own names.
+    type: str
+    default: ""
+  fail_on_problems:
+    description:
+      - Fail, before the caller writes anything, when RV(plan) lists problems (one line naming each variable or
+        object); with O(wait=true), fail when the DaemonSet has not settled within O(wait_timeout), quoting its
+        status. Otherwise the caller reads them.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -188,6 +216,30 @@ calico_api:
   type: dict
   sample: {daemonset: calico-system/calico-node, direct: true, host: 10.0.0.10, port: "6443",
            source: "the container's env (rendered from ConfigMap kubernetes-services-endpoint)"}
+plan:
+  description:
+    - What the role does (module_utils C(kube_proxy/plan.py)) - C(problems) (why it must stop before any write,
+      each naming the variable or object), C(ipvs) (switch an IPVS kube-proxy to iptables first), C(writes) (the
+      merge patches, in order, each with C(api_version), C(resource), C(namespace), C(name), C(patch), C(missing),
+      C(create) and C(label)), C(wait) (the state the DaemonSet settles in after them, or null), C(kops) (the change
+      is kOps's cluster spec, made with its CLI), C(notes) (what the report says besides the result).
+  returned: always
+  type: dict
+  sample:
+    problems: []
+    ipvs: false
+    writes:
+      - api_version: apps/v1
+        resource: daemonsets
+        namespace: kube-system
+        name: kube-proxy
+        patch: {spec: {template: {spec: {nodeSelector: {non-calico: "true"}}}}}
+        missing: fail
+        create: null
+        label: 'DaemonSet''s nodeSelector - kube-system/kube-proxy: add {"non-calico": "true"}'
+    wait: disabled
+    kops: false
+    notes: []
 waited:
   description: The seconds the module read for (with O(wait=true); 0 for one read).
   returned: always
@@ -203,6 +255,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module im
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import argument_spec as wait_argument_spec
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import until
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.plan import plan, settings_problems
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.rules import (
     DEFAULT_NODE_SELECTOR, FELIX_FIELD, STATES)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.runner import run_kube_proxy_info
@@ -213,10 +266,20 @@ _PASSED = ("state", "platform", "namespace", "daemonset", "configmaps", "pod_sel
            "kops_state_store", "kops_binary", "kops_spec_file", "calico_node")
 
 
+_PLANNED = ("state", "namespace", "daemonset", "configmaps", "node_selector", "wait_timeout", "poll_interval",
+            "switch_ipvs_to_iptables", "require_calico_api", "openshift_name", "openshift_field", "felix_name",
+            "felix_field")
+
+
 def _kube_proxy(m):
     p = m.params
+    settings = dict(((k, p[k]) for k in _PLANNED), prefix=p["names_prefix"])
+    if p["kops_timeout"] is not None:
+        settings["kops_timeout"] = p["kops_timeout"]
     bad = ([] if p["node_selector"] else ["node_selector: must have at least one key (a label no node carries)"]
            ) + wait_problems(p["wait_timeout"], p["poll_interval"])
+    if p["fail_on_problems"] and not p["wait"]:  # the caller's checks, by the caller's names, before any read
+        bad = settings_problems(settings) or bad
     if bad:
         m.fail("; ".join(bad))
     server_url, client = m.server_url(), m.client()
@@ -224,6 +287,13 @@ def _kube_proxy(m):
         lambda: run_kube_proxy_info(client, server_url=server_url, **dict((k, p[k]) for k in _PASSED)),
         lambda r: r["daemonset"]["settled"], p)
     result["waited"] = waited
+    result["plan"] = plan(result, settings)
+    if p["fail_on_problems"] and p["wait"] and not result["daemonset"]["settled"]:
+        m.fail("DaemonSet %s/%s did not reach %s within %ss. %s" % (
+            p["namespace"], p["daemonset"], "0 scheduled pods" if p["state"] == "disabled" else
+            "all pods updated and ready", p["wait_timeout"], result["daemonset"]["line"]), changed=False, **result)
+    if p["fail_on_problems"] and not p["wait"] and result["plan"]["problems"]:
+        m.fail(" ".join(result["plan"]["problems"]), changed=False, **result)
     return result
 
 
@@ -247,6 +317,11 @@ def main():
         kops_binary=dict(type="str", default="kops"),
         kops_spec_file=dict(type="str", default="cluster.yaml"),
         calico_node=dict(type="list", elements="str", default=["calico-system/calico-node", "kube-system/calico-node"]),
+        switch_ipvs_to_iptables=dict(type="bool", default=False),
+        require_calico_api=dict(type="bool", default=True),
+        kops_timeout=dict(type="int"),
+        names_prefix=dict(type="str", default=""),
+        fail_on_problems=dict(type="bool", default=False),
     ), error_prefix="kube-proxy: ",
         subject=lambda p: describe_object("apps/v1", "daemonsets", p["namespace"], p["daemonset"])).run(_kube_proxy)
 

@@ -143,8 +143,21 @@ options:
         variables, for example C(services_endpoint_host)). Empty - the module's option names.
     type: str
     default: ""
+  rollout_timeout:
+    description:
+      - The caller's wait for calico-node's rollout, in seconds; checked (positive, not shorter than O(poll_interval))
+        and reported in RV(problems) like the endpoint, before anything is read. Unset - not checked.
+    type: int
+  aws_dns_nameservers:
+    description:
+      - The DNS servers the caller would give the operator; an empty list is a problem unless O(aws_dns=false).
+        Unset - not checked.
+    type: list
+    elements: str
   fail_on_problems:
-    description: Fail when the endpoint is not valid (otherwise RV(problems) lists why).
+    description:
+      - Fail when the endpoint is not valid, or O(rollout_timeout) or O(aws_dns_nameservers) are out of range
+        (otherwise RV(problems) lists why).
     type: bool
     default: true
 attributes:
@@ -252,7 +265,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait impo
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import until
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import (
-    KOPS_HOST_PREFIX, MKE_HOST, MODULE_NAMES, PLATFORM_CHOICES, operator_back, operator_not_back)
+    KOPS_HOST_PREFIX, MKE_HOST, MODULE_NAMES, PLATFORM_CHOICES, operator_back, operator_not_back, settings_problems)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.runner import (
     GATHER_CHOICES, run_services_endpoint_info)
 
@@ -263,6 +276,12 @@ _PASSED = ("platform", "allow_ip", "allow_loopback", "kops_cluster_name", "opens
 
 def _endpoint(m):
     p = m.params
+    checked = p["rollout_timeout"] is not None  # the caller's waits, by the caller's names, before anything is read
+    settings = settings_problems(p["names_prefix"] or dict(MODULE_NAMES), p["wait_timeout"] if checked else None,
+                                 p["rollout_timeout"], p["poll_interval"] if checked else None, p["aws_dns"],
+                                 p["aws_dns_nameservers"])
+    if settings and p["fail_on_problems"]:
+        m.fail("; ".join(x["message"] for x in settings))
     bad = wait_problems(p["wait_timeout"], p["poll_interval"]) + (
         ["wait: waits for the operator; give gather: [operator]"] if p["wait"] and "operator" not in p["gather"] else [])
     if bad:
@@ -275,6 +294,7 @@ def _endpoint(m):
     result["waited"] = waited
     if p["wait"] and not operator_back(result.get("operator")):
         m.fail(operator_not_back(result.get("operator"), p["wait_timeout"]), changed=False, **result)
+    result["problems"] = settings + result["problems"]
     if p["fail_on_problems"] and result["problems"]:
         m.fail("; ".join(x["message"] for x in result["problems"]), changed=False, **result)
     return result
@@ -303,6 +323,8 @@ def main():
         previous_pods=dict(type="list", elements="str"),
         gather=dict(type="list", elements="str", default=list(GATHER_CHOICES), choices=list(GATHER_CHOICES)),
         names_prefix=dict(type="str", default=""),
+        rollout_timeout=dict(type="int"),
+        aws_dns_nameservers=dict(type="list", elements="str"),
         fail_on_problems=dict(type="bool", default=True),
         aws_dns=dict(type="bool"),
     ), error_prefix="services endpoint: ",

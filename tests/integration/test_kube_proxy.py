@@ -95,6 +95,15 @@ def role_task(res, suffix):
     raise KeyError("no task ending with %r: %s" % (suffix, [t["task"] for t in res.tasks]))
 
 
+def role_write(res, label_suffix):
+    """The result of the plan's merge patch whose label ends with ``label_suffix`` (one item of the writes' loop)."""
+    writes = [t["result"] for t in res.tasks if "Write what the plan says - " in t["task"]]
+    for item in [i for w in writes for i in w.get("results") or []]:
+        if item["item"]["label"].endswith(label_suffix):
+            return item
+    raise KeyError("no write labelled ...%r: %s" % (label_suffix, writes))
+
+
 def debug_messages(res):
     out = []
     for t in res.tasks:
@@ -164,7 +173,7 @@ def test_disable_then_enable_keeps_other_selectors_and_is_idempotent(cluster, an
     res = run(ansible, diff=True, kube_proxy_platform="kubeadm")
     assert_ok(res)
     assert res.changed() >= 1
-    patch = role_task(res, "nodeSelector - kube-system/kube-proxy: add {\"non-calico\": \"true\"}")
+    patch = role_write(res, "nodeSelector - kube-system/kube-proxy: add {\"non-calico\": \"true\"}")
     assert patch["changed"] is True
     assert patch["diff"]["after"]["spec"]["template"]["spec"]["nodeSelector"] == dict(PRE_EXISTING, **SELECTOR)
     assert node_selector(cluster) == dict(PRE_EXISTING, **SELECTOR)
@@ -215,7 +224,7 @@ def test_check_mode_writes_nothing_and_shows_the_patch(cluster, ansible, kube_pr
     assert [(e["verb"], e["objectRef"]["resource"], e["objectRef"].get("name")) for e in sent] == [
         ("patch", "daemonsets", "kube-proxy")]
     assert res.changed() >= 1
-    patch = role_task(res, "nodeSelector - kube-system/kube-proxy: add {\"non-calico\": \"true\"}")
+    patch = role_write(res, "nodeSelector - kube-system/kube-proxy: add {\"non-calico\": \"true\"}")
     assert patch["diff"]["before"]["spec"]["template"]["spec"]["nodeSelector"] == PRE_EXISTING
     assert patch["diff"]["after"]["spec"]["template"]["spec"]["nodeSelector"] == dict(PRE_EXISTING, **SELECTOR)
     after = get_json(cluster, "daemonset", "kube-proxy", "-n", NS)
@@ -366,7 +375,7 @@ def test_openshift_network_operator_config(cluster, ansible, openshift_network):
     res = run(ansible, diff=True, kube_proxy_platform="openshift")
     assert_ok(res)
     assert network_spec(cluster) == {"deployKubeProxy": False, "defaultNetwork": {"type": "Calico"}}
-    patch = role_task(res, "spec.deployKubeProxy=false")
+    patch = role_write(res, "spec.deployKubeProxy=false")
     assert patch["diff"]["before"] == {"spec": {"deployKubeProxy": True, "defaultNetwork": {"type": "Calico"}}}
 
     mark = cluster.audit.mark()

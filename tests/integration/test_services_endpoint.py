@@ -302,7 +302,10 @@ def test_aws_dns_entry_point_for_the_install(cluster, ansible, operator):
     (dict(services_endpoint_platform="openshift", services_endpoint_openshift_cluster_name="ocp",
           services_endpoint_host=""),
      "services_endpoint_openshift_base_domain: needed with services_endpoint_openshift_cluster_name"),
-    (dict(services_endpoint_timeout=0), "services_endpoint_timeout"),
+    (dict(services_endpoint_timeout=0), "services_endpoint_timeout (0), services_endpoint_rollout_timeout"),
+    (dict(services_endpoint_rollout_timeout=3, services_endpoint_poll_interval=5),
+     "the interval not longer than either timeout"),
+    (dict(services_endpoint_aws_dns_nameservers=[]), "services_endpoint_aws_dns_nameservers is an empty list"),
 ])
 def test_bad_input_fails_before_any_write(cluster, ansible, namespace, extra, words):
     base = dict(services_endpoint_platform="kubeadm", services_endpoint_namespace=namespace,

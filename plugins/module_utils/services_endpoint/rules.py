@@ -46,7 +46,7 @@ HOST_KEY = "KUBERNETES_SERVICE_HOST"
 PORT_KEY = "KUBERNETES_SERVICE_PORT"
 AWS_NAMESERVERS = (AWS_DNS,)
 # the services_endpoint_info module's option names (``host`` and ``port`` are kubernetes.core auth options)
-MODULE_NAMES = {"host": "endpoint_host", "port": "endpoint_port"}
+MODULE_NAMES = {"host": "endpoint_host", "port": "endpoint_port", "timeout": "wait_timeout"}
 
 _LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
@@ -63,6 +63,24 @@ def problem(prefix, field, message):
     """One problem: ``{field, message}``; the message starts with the variable's name."""
     name = var_name(prefix, field)
     return {"field": name, "message": "%s: %s" % (name, message)}
+
+
+def settings_problems(prefix, timeout, rollout_timeout, interval, aws_dns, nameservers):
+    """The role's waits and AWS DNS servers out of range, each naming its variable (``prefix`` + field): the
+    timeouts and the interval positive, the interval not longer than either timeout; at least one DNS server unless
+    ``aws_dns`` is false. ``None`` - not given, not checked."""
+    out = []
+    given = [v for v in (timeout, rollout_timeout, interval) if v is not None]
+    if given and (min(given) <= 0 or (interval is not None and interval > min(given))):
+        out.append({"field": var_name(prefix, "timeout"), "message": (
+            "%s (%s), %s (%s) and %s (%s) must be positive, the interval not longer than either timeout" % (
+                var_name(prefix, "timeout"), timeout, var_name(prefix, "rollout_timeout"), rollout_timeout,
+                var_name(prefix, "poll_interval"), interval))})
+    if nameservers is not None and not nameservers and aws_dns is not False:
+        name = var_name(prefix, "aws_dns_nameservers")
+        out.append({"field": name, "message": "%s is an empty list: give at least one DNS server address (AWS's is "
+                                              "%s), or set %s: false" % (name, AWS_DNS, var_name(prefix, "aws_dns"))})
+    return out
 
 
 def is_loopback_name(host):

@@ -18,7 +18,7 @@ def inst(**net):
 
 def test_the_filters_are_the_documented_ones():
     assert sorted(F) == ["ebpf_bootstrap_overrides", "ebpf_bootstrap_problems", "ebpf_cluster_report",
-                         "ebpf_enable_pending"]
+                         "ebpf_enable_pending", "ebpf_install_settings_problems"]
     assert all((FILTERS / (name + ".yml")).is_file() for name in F)
 
 

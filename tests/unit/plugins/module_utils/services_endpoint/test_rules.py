@@ -432,3 +432,27 @@ def test_the_operator_is_back_once_rolled_out_and_restarted_and_otherwise_quoted
     assert r.operator_not_back({"line": line, "pod_lines": ["op-1 Pending"]}, 60).endswith("; operator pods: op-1 Pending")
     assert r.operator_not_back({}, 60) == ("the operator did not come back within 60s: its Deployment was not found; "
                                            "operator pods: none")
+
+
+# -- the role's waits and DNS servers, checked with the endpoint ------------------------------------------------------
+
+@pytest.mark.parametrize("args, words", [
+    ((300, 600, 5, None, ["169.254.169.253"]), None),
+    ((0, 600, 5, None, None), "services_endpoint_timeout (0), services_endpoint_rollout_timeout (600) and "
+                              "services_endpoint_poll_interval (5) must be positive"),
+    ((300, 3, 5, None, None), "the interval not longer than either timeout"),
+    ((300, 600, 0, None, None), "must be positive"),
+    ((300, 600, 5, None, []), "services_endpoint_aws_dns_nameservers is an empty list"),
+    ((300, 600, 5, True, []), "services_endpoint_aws_dns_nameservers is an empty list"),
+    ((300, 600, 5, False, []), None),  # no AWS DNS wanted: no servers needed
+    ((None, None, None, None, None), None),  # nothing given, nothing checked
+])
+def test_settings_problems_name_the_role_variable(args, words):
+    found = r.settings_problems("services_endpoint_", *args)
+    assert [p["message"] for p in found if words and words in p["message"]] == [p["message"] for p in found]
+    assert bool(found) is bool(words), found
+
+
+def test_settings_problems_name_the_module_options_without_a_prefix():
+    found = r.settings_problems(dict(r.MODULE_NAMES), 0, 600, 5, None, None)
+    assert found[0]["field"] == "wait_timeout" and found[0]["message"].startswith("wait_timeout (0), rollout_timeout")
