@@ -10,6 +10,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import version as calico_version
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.upgrade import settings as upgrade_settings
 
 
 def calico_upgrade_plan(facts_result, target, record=None, minimum=calico_version.MINIMUM_SOURCE,
@@ -39,6 +40,11 @@ def calico_target_problems(target, allow_untested=False, minimum=calico_version.
                                           newest_tested=newest_tested)
 
 
+def calico_upgrade_settings_problems(variables):
+    """The upgrade role's variables that are out of range or contradict each other (module_utils/upgrade/settings)."""
+    return upgrade_settings.problems(variables)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -46,4 +52,5 @@ class FilterModule(object):
             "calico_version_problems": calico_version_problems,
             "calico_url_problems": calico_url_problems,
             "calico_target_problems": calico_target_problems,
+            "calico_upgrade_settings_problems": calico_upgrade_settings_problems,
         }

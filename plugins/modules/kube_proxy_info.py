@@ -222,7 +222,9 @@ plan:
       each naming the variable or object), C(ipvs) (switch an IPVS kube-proxy to iptables first), C(writes) (the
       merge patches, in order, each with C(api_version), C(resource), C(namespace), C(name), C(patch), C(missing),
       C(create) and C(label)), C(wait) (the state the DaemonSet settles in after them, or null), C(kops) (the change
-      is kOps's cluster spec, made with its CLI), C(notes) (what the report says besides the result).
+      is kOps's cluster spec, made with its CLI), C(notes) (what the report says besides the result), C(serves)
+      (kube-proxy may still serve Services - its pods run, or the platform keeps it where the DaemonSet does not
+      tell - so a job waits for Calico before it goes).
   returned: always
   type: dict
   sample:
@@ -240,6 +242,7 @@ plan:
     wait: disabled
     kops: false
     notes: []
+    serves: true
 waited:
   description: The seconds the module read for (with O(wait=true); 0 for one read).
   returned: always

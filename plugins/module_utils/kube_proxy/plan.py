@@ -16,7 +16,9 @@ Calico eBPF's way, the way the platform needs. ``plan(info, settings)`` answers,
   operator config on OpenShift, FelixConfiguration ``default`` on AKS; none on kOps and MKE;
 - ``wait``: the state the DaemonSet must settle in after them (``None``: nothing to wait for);
 - ``kops``: the change is kOps's own cluster spec, made with its CLI (the role's ``kops.yml``);
-- ``notes``: what the report says besides the result.
+- ``notes``: what the report says besides the result;
+- ``serves``: whether kube-proxy may still serve Services, so that a job waits for Calico before it goes: its pods
+  run, or the platform keeps it where the DaemonSet does not tell (OpenShift, kOps, MKE, AKS).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -188,4 +190,5 @@ def plan(info, settings):
         "wait": settings["state"] if in_daemonset and ds["present"] and not found else None,
         "kops": name == "kops" and not found,
         "notes": _notes(info, settings),
+        "serves": bool(info.get("running")) or not in_daemonset,
     }

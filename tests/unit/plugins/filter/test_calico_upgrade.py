@@ -28,3 +28,10 @@ def test_plan_with_a_bad_target_is_a_filter_error():
 def test_problem_filters():
     assert F["calico_version_problems"]({"upgrade_target_version": "v3.31.4.1"})[0].startswith("upgrade_target_version")
     assert F["calico_url_problems"]({"upgrade_manifest_url": "file:///x"})[0].startswith("upgrade_manifest_url")
+
+
+def test_the_settings_filter_is_the_rules():
+    from ansible_collections.calico_ops.lifecycle.plugins.filter.calico_upgrade import calico_upgrade_settings_problems
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.upgrade import settings
+    bad = {"upgrade_target_version": "3.31", "upgrade_timeout": 0, "upgrade_poll_interval": 10}
+    assert calico_upgrade_settings_problems(bad) == settings.problems(bad) and len(settings.problems(bad)) >= 2

@@ -63,3 +63,10 @@ def test_ebpf_enable_pending_is_the_rule_with_kube_proxy_left_out_as_not_running
     assert F["ebpf_enable_pending"](inst(), patch) is False
     assert F["ebpf_enable_pending"](inst(), patch, True) is True
     assert F["ebpf_enable_pending"](inst(linuxDataplane="Iptables"), patch) is True
+
+
+def test_the_settings_filter_is_the_rules():
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import settings
+    bad = {"ebpf_install_variant": "TigeraSecureEnterprise", "ebpf_install_timeout": 0}
+    assert F["ebpf_install_settings_problems"](bad, "ftp://x") == settings.problems(bad, "ftp://x")
+    assert len(settings.problems(bad, "ftp://x")) >= 3

@@ -3,7 +3,6 @@ variable to change and what it may be (the role's validate.yml stops on them bef
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.filter.ebpf_bootstrap import ebpf_install_settings_problems
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install.settings import problems
 
 CR_URL = "https://github.com/projectcalico/calico/releases/download/v3.31.4/custom-resources.yaml"
@@ -23,7 +22,6 @@ def variables(**over):
 
 def test_the_defaults_pass():
     assert problems(variables(), CR_URL) == []
-    assert ebpf_install_settings_problems(variables(), CR_URL) == []
 
 
 @pytest.mark.parametrize("over, words", [

@@ -150,3 +150,14 @@ def test_mke_and_kops_write_nothing_through_the_api():
     assert ok["problems"] == [] and ok["notes"] == ["MKE: flags"] and ok["wait"] is None
     kops = plan(info("kops", kops={}), settings())
     assert (kops["kops"], kops["writes"], kops["wait"]) == (True, [], None)
+
+
+@pytest.mark.parametrize("platform, running, serves", [
+    ("kubeadm", True, True), ("kubeadm", False, False), ("eks", False, False), ("generic", True, True),
+    ("openshift", False, True), ("kops", False, True), ("aks", False, True), ("mke", False, True),
+])
+def test_whether_kube_proxy_may_still_serve_services(platform, running, serves):
+    extra = {"openshift": {"api_version": "v1", "served": True, "exists": True, "patch": {}},
+             "felix": {"api_version": "v3", "patch": {}, "create": {}, "message": "m"},
+             "mke": {"failed": False, "message": "m"}, "kops": {}}
+    assert plan(info(platform, running=running, **extra), settings())["serves"] is serves
