@@ -9,6 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import rules as ebpf_bootstrap
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import settings as ebpf_settings
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import summary as ebpf_summary
 
 
 def ebpf_bootstrap_problems(facts):
@@ -26,6 +27,16 @@ def ebpf_bootstrap_problems(facts):
 def ebpf_install_settings_problems(variables, custom_resources_url=None):
     """The role's variables that contradict each other or are out of range (module_utils/ebpf_install/settings)."""
     return ebpf_settings.problems(variables, custom_resources_url)
+
+
+def ebpf_install_steps(results, facts=None):
+    """The summary's steps of this run from the step results (module_utils/ebpf_install/summary.steps)."""
+    return ebpf_summary.steps(results, facts)
+
+
+def ebpf_install_warnings(results):
+    """The warnings the summary repeats, from the step results (module_utils/ebpf_install/summary.warnings)."""
+    return ebpf_summary.warnings(results)
 
 
 def ebpf_bootstrap_overrides(mode):
@@ -52,4 +63,6 @@ class FilterModule(object):
             "ebpf_enable_pending": ebpf_enable_pending,
             "ebpf_bootstrap_overrides": ebpf_bootstrap_overrides,
             "ebpf_install_settings_problems": ebpf_install_settings_problems,
+            "ebpf_install_steps": ebpf_install_steps,
+            "ebpf_install_warnings": ebpf_install_warnings,
         }

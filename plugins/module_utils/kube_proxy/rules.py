@@ -4,7 +4,7 @@
 """One job: how kube-proxy is turned off (or back on) per platform, as pure functions.
 
 - kubeadm/generic and EKS: a nodeSelector that matches no node (``{"non-calico": "true"}``) merged into
-  DaemonSet ``kube-system/kube-proxy``; ``enabled`` removes only those keys. ``daemonset_progress`` says when
+  DaemonSet ``kube-system/kube-proxy``; ``enabled`` removes only those keys. ``k8s/daemonset.progress`` says when
   the DaemonSet has settled (0 scheduled pods, or all of them ready again).
 - OpenShift: ``networks.operator.openshift.io`` ``cluster`` ``spec.deployKubeProxy``.
 - AKS with Azure CNI: kube-proxy stays; FelixConfiguration ``default``
@@ -23,7 +23,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import count
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import daemonset_status, live_pods
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.kube_proxy_mode import (
     kube_proxy_mode_from_args, kube_proxy_mode_from_config)
 
@@ -73,58 +73,6 @@ def selector_patch(state, selector):
     else:
         value = dict((k, None) for k in selector)
     return {"spec": {"template": {"spec": {"nodeSelector": value}}}}
-
-
-def match_labels_selector(ds):
-    """The DaemonSet's ``spec.selector.matchLabels`` as a label selector string (``k=v,k2=v2``)."""
-    labels = (((ds or {}).get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    return ",".join("%s=%s" % (k, labels[k]) for k in sorted(labels))
-
-
-def daemonset_status(ds):
-    meta, status = (ds or {}).get("metadata") or {}, (ds or {}).get("status") or {}
-    return {
-        "desiredNumberScheduled": count(status.get("desiredNumberScheduled")),
-        "currentNumberScheduled": count(status.get("currentNumberScheduled")),
-        "updatedNumberScheduled": count(status.get("updatedNumberScheduled")),
-        "numberReady": count(status.get("numberReady")),
-        "numberAvailable": count(status.get("numberAvailable")),
-        "numberUnavailable": count(status.get("numberUnavailable")),
-        "numberMisscheduled": count(status.get("numberMisscheduled")),
-        "generation": count(meta.get("generation")),
-        "observedGeneration": count(status.get("observedGeneration")),
-    }
-
-
-def live_pods(pods):
-    """Pods not being deleted."""
-    return [p for p in pods or [] if not (p.get("metadata") or {}).get("deletionTimestamp")]
-
-
-def daemonset_progress(ds, pods, state):
-    """``{settled, line, status, pods}``: disabled settles at 0 desired/current/ready and no pod left;
-    enabled when every desired pod is scheduled, updated and ready (and the generation observed)."""
-    if ds is None:
-        return {"settled": True, "line": "no kube-proxy DaemonSet", "status": {}, "pods": len(pods or [])}
-    st = daemonset_status(ds)
-    observed = st["observedGeneration"] >= st["generation"]
-    pod_count = len(pods or [])
-    if state == "disabled":
-        settled = (observed and st["desiredNumberScheduled"] == 0 and st["currentNumberScheduled"] == 0
-                   and st["numberReady"] == 0 and st["numberMisscheduled"] == 0 and pod_count == 0)
-    else:
-        want = st["desiredNumberScheduled"]
-        settled = (observed and st["currentNumberScheduled"] == want and st["updatedNumberScheduled"] == want
-                   and st["numberReady"] == want and st["numberUnavailable"] == 0
-                   and len(live_pods(pods)) >= want)
-    meta = ds.get("metadata") or {}
-    line = ("DaemonSet %s/%s: desired %d, current %d, updated %d, ready %d, available %d, unavailable %d, "
-            "misscheduled %d, pods %d (generation %d, observed %d)"
-            % (meta.get("namespace"), meta.get("name"), st["desiredNumberScheduled"],
-               st["currentNumberScheduled"], st["updatedNumberScheduled"], st["numberReady"],
-               st["numberAvailable"], st["numberUnavailable"], st["numberMisscheduled"], pod_count,
-               st["generation"], st["observedGeneration"]))
-    return {"settled": settled, "line": line, "status": st, "pods": pod_count}
 
 
 # -- IPVS -------------------------------------------------------------------------------------------------

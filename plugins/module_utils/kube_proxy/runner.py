@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import match_labels_selector, progress
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.detect import choose_platform
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
@@ -89,15 +90,15 @@ def run_kube_proxy_info(client, server_url=None, state="disabled", platform="aut
     result = {"platform": chosen, "state": state, "node_selector": selector}
 
     ds = client.get("apps/v1", "daemonsets", daemonset, namespace=namespace)
-    label_selector = rules.match_labels_selector(ds) if ds is not None else pod_selector
+    label_selector = match_labels_selector(ds) if ds is not None else pod_selector
     pods = client.list("v1", "pods", namespace=namespace, label_selector=label_selector) if label_selector else []
-    progress = rules.daemonset_progress(ds, pods, state)
+    settle = progress(ds, pods, state)
     result["daemonset"] = {
         "present": ds is not None, "namespace": namespace, "name": daemonset,
         "node_selector": rules.node_selector(ds) if ds is not None else {},
         "selector_applied": rules.selector_applied(ds, selector) if ds is not None else False,
-        "label_selector": label_selector, "pods": len(pods), "settled": progress["settled"],
-        "line": progress["line"], "status": progress["status"],
+        "label_selector": label_selector, "pods": len(pods), "settled": settle["settled"],
+        "line": settle["line"], "status": settle["status"],
         "patch": rules.selector_patch(state, selector),
     }
     result["running"] = rules.kube_proxy_running(ds, pods, selector)

@@ -1,14 +1,9 @@
 """The calico_rollout_info action plugin: a long wait in parts of PART seconds, one module call each (the module
 polls inside), a progress line between parts, and the total timeout's failure quoting the module's message."""
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.calico_ops.lifecycle.plugins.action import calico_rollout_info as plugin
 
-
-class Task(object):
-    def __init__(self, args):
-        self.args = args
+from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.action_parts import run_action
 
 
 def answer(ready, polls=6):
@@ -17,23 +12,7 @@ def answer(ready, polls=6):
 
 
 def run(monkeypatch, answers, **args):
-    clock = {"t": 0.0}
-    monkeypatch.setattr(plugin.time, "monotonic", lambda: clock["t"])
-    monkeypatch.setattr(plugin.time, "sleep", lambda s: clock.__setitem__("t", clock["t"] + s))
-    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
-    shown, calls = [], []
-    monkeypatch.setattr(plugin.display, "display", shown.append)
-    action = object.__new__(plugin.ActionModule)
-    action._task = Task(args)
-    replies = iter(answers)
-
-    def execute(**kw):
-        calls.append(kw["module_args"])
-        a = kw["module_args"]
-        clock["t"] += a.get("hold") or (a.get("wait_timeout", 0) if a.get("wait") else 0)
-        return dict(next(replies))
-    action._execute_module = execute
-    return action.run(task_vars={}), calls, shown
+    return run_action(monkeypatch, plugin, answers, **args)
 
 
 def test_a_long_wait_is_made_in_parts_with_a_progress_line_each(monkeypatch):

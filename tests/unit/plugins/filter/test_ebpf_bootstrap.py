@@ -18,7 +18,8 @@ def inst(**net):
 
 def test_the_filters_are_the_documented_ones():
     assert sorted(F) == ["ebpf_bootstrap_overrides", "ebpf_bootstrap_problems", "ebpf_cluster_report",
-                         "ebpf_enable_pending", "ebpf_install_settings_problems"]
+                         "ebpf_enable_pending", "ebpf_install_settings_problems", "ebpf_install_steps",
+                         "ebpf_install_warnings"]
     assert all((FILTERS / (name + ".yml")).is_file() for name in F)
 
 

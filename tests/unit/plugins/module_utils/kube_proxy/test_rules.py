@@ -1,32 +1,12 @@
-"""kube_proxy/rules.py, kube-proxy per platform: selector patches, DaemonSet settling, IPVS switch, AKS/OpenShift/kOps/
-MKE rules."""
-
-import pytest
+"""kube_proxy/rules.py, kube-proxy per platform: selector patches, IPVS switch, AKS/OpenShift/kOps/MKE rules (the
+DaemonSet's settling: k8s/test_daemonset.py)."""
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import rules as r
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.objects.merge_patch import apply_merge_patch
+from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.daemonsets import daemonset, pods
 
 
 SEL = {"non-calico": "true"}
-
-
-def daemonset(node_selector=None, generation=1, observed=1, containers=None, **status):
-    st = {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "updatedNumberScheduled": 3,
-          "numberReady": 3, "numberAvailable": 3, "observedGeneration": observed}
-    st.update(status)
-    spec = {"selector": {"matchLabels": {"k8s-app": "kube-proxy", "tier": "node"}},
-            "template": {"spec": {"containers": containers or [{"name": "kube-proxy", "command": ["kube-proxy"]}]}}}
-    if node_selector is not None:
-        spec["template"]["spec"]["nodeSelector"] = dict(node_selector)
-    return {"metadata": {"name": "kube-proxy", "namespace": "kube-system", "generation": generation},
-            "spec": spec, "status": st}
-
-
-def pods(n, deleting=0):
-    out = [{"metadata": {"name": "kp-%d" % i}} for i in range(n)]
-    for p in out[:deleting]:
-        p["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
-    return out
 
 
 # -- selector patches ----------------------------------------------------------------------------------
@@ -60,58 +40,6 @@ def test_selector_values_become_strings():
 def test_selector_applied_needs_the_value_too():
     assert not r.selector_applied(daemonset({"non-calico": "false"}), SEL)
     assert not r.selector_applied(daemonset(), SEL)
-
-
-def test_match_labels_selector():
-    assert r.match_labels_selector(daemonset()) == "k8s-app=kube-proxy,tier=node"
-    assert r.match_labels_selector(None) == ""
-
-
-# -- settling --------------------------------------------------------------------------------------------
-
-def test_disabled_settles_at_zero():
-    ds = daemonset(SEL, generation=2, observed=2, desiredNumberScheduled=0, currentNumberScheduled=0,
-                   updatedNumberScheduled=0, numberReady=0, numberAvailable=0)
-    out = r.daemonset_progress(ds, [], "disabled")
-    assert out["settled"] is True
-    assert out["line"] == ("DaemonSet kube-system/kube-proxy: desired 0, current 0, updated 0, ready 0, available 0, "
-                           "unavailable 0, misscheduled 0, pods 0 (generation 2, observed 2)")
-
-
-@pytest.mark.parametrize("kwargs, pod_count", [
-    (dict(observed=1), 0),                                   # the controller has not seen the patch yet
-    (dict(desiredNumberScheduled=3), 0),
-    (dict(currentNumberScheduled=1), 0),
-    (dict(numberReady=1), 0),
-    (dict(numberMisscheduled=1), 0),
-    ({}, 1),                                                 # a pod is still being deleted
-])
-def test_disabled_not_settled(kwargs, pod_count):
-    base = dict(generation=2, observed=2, desiredNumberScheduled=0, currentNumberScheduled=0,
-                updatedNumberScheduled=0, numberReady=0, numberAvailable=0)
-    base.update(kwargs)
-    assert r.daemonset_progress(daemonset(SEL, **base), pods(pod_count, deleting=pod_count), "disabled")[
-        "settled"] is False
-
-
-def test_enabled_settles_when_all_ready():
-    assert r.daemonset_progress(daemonset(), pods(3), "enabled")["settled"] is True
-
-
-@pytest.mark.parametrize("kwargs, pod_count", [
-    (dict(generation=3, observed=2), 3),
-    (dict(currentNumberScheduled=2), 3),
-    (dict(updatedNumberScheduled=2), 3),
-    (dict(numberReady=2), 3),
-    (dict(numberUnavailable=1), 3),
-    ({}, 2),
-])
-def test_enabled_not_settled(kwargs, pod_count):
-    assert r.daemonset_progress(daemonset(**kwargs), pods(pod_count), "enabled")["settled"] is False
-
-
-def test_no_daemonset_is_settled():
-    assert r.daemonset_progress(None, [], "disabled")["settled"] is True
 
 
 def test_running():
@@ -278,10 +206,6 @@ def test_kops_set_kube_proxy_on_a_null_section():
 def test_kops_commands_name_the_binary_given():
     assert r.kops_commands("c.example.com", "s3://s", False, binary="/opt/bin/kops")[3] == \
         "/opt/bin/kops update cluster --name c.example.com --state s3://s --yes"
-
-
-def test_no_daemonset_counts_stray_pods():
-    assert r.daemonset_progress(None, pods(2), "disabled")["pods"] == 2
 
 
 # -- how calico-node reaches the API server (the guard before kube-proxy is disabled) -----------------------------
