@@ -23,7 +23,8 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.facts_rules import OVERRIDABLE
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.objects import DEFAULT_NAMES
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import FirstContactFailed
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import match_labels_selector, progress
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import progress
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import read as read_daemonset
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.errors import ClientError, failure_message
 
 # what each job leaves: the Installation's data plane and kube-proxy's state (an upgrade leaves both as they were)
@@ -70,10 +71,7 @@ def _dataplane(client, s):
 def _kube_proxy(client, s):
     if not s["kube_proxy"]:
         return []
-    namespace, name = s["kube_proxy_namespace"], s["kube_proxy_daemonset"]
-    ds = client.get("apps/v1", "daemonsets", name, namespace=namespace)
-    selector = match_labels_selector(ds) if ds is not None else None
-    pods = client.list("v1", "pods", namespace=namespace, label_selector=selector) if selector else []
+    ds, pods, _selector = read_daemonset(client, s["kube_proxy_namespace"], s["kube_proxy_daemonset"])
     settled = progress(ds, pods, s["kube_proxy"])
     return [] if settled["settled"] else ["kube-proxy not %s: %s" % (s["kube_proxy"], settled["line"])]
 

@@ -27,6 +27,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.object
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError, api_path
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import poll
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import read as read_daemonset
 
 # a log line that says why: the last such line of a stuck pod's log is quoted, else its last line
 _TELLING = re.compile(r"error|fail|fatal|unable|cannot|can't|refused|timed? ?out|no such host|lookup|denied|panic",
@@ -305,11 +306,8 @@ def read(client, namespace, daemonset=None, deployments=(), datastore="kubernete
     until the operator has switched Felix to eBPF (``felix_problem``)."""
     ds_item, pods, logs, ds = None, [], {}, None
     if daemonset:
-        ds = client.get("apps/v1", "daemonsets", daemonset, namespace=namespace)
+        ds, pods, _selector = read_daemonset(client, namespace, daemonset)
         if ds is not None:
-            labels = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-            selector = ",".join("%s=%s" % kv for kv in sorted(labels.items())) or None
-            pods = client.list("v1", "pods", namespace=namespace, label_selector=selector)
             logs = stuck_logs(client, namespace, ds, pods, container or daemonset, log_lines, datastore)
         elif absent_ok:
             line = "DaemonSet %s/%s: not found (nothing to wait for)" % (namespace, daemonset)

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A DaemonSet as the API returns it: the label selector of its pods, its status counts, and whether it has settled -
 emptied (``disabled``: no pod scheduled or left, as a nodeSelector no node matches leaves it) or full (``enabled``:
-every desired pod scheduled, updated and ready). kube-proxy's jobs and the health gate after a job read it."""
+every desired pod scheduled, updated and ready). kube-proxy's jobs, the rollout waits and the health gate after a job
+read it (``read``: the DaemonSet and its pods, the one way they are read)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,10 +13,34 @@ __metaclass__ = type
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import count
 
 
-def match_labels_selector(ds):
-    """The DaemonSet's ``spec.selector.matchLabels`` as a label selector string (``k=v,k2=v2``)."""
-    labels = (((ds or {}).get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    return ",".join("%s=%s" % (k, labels[k]) for k in sorted(labels))
+_OPERATORS = {"In": "%s in (%s)", "NotIn": "%s notin (%s)"}
+
+
+def pod_selector(ds):
+    """The DaemonSet's ``spec.selector`` as a label selector string: its ``matchLabels`` (``k=v,k2=v2``) and its
+    ``matchExpressions`` (``k in (a,b)``, ``k notin (a)``, ``k``, ``!k``), so a LIST finds exactly its pods."""
+    sel = ((ds or {}).get("spec") or {}).get("selector") or {}
+    labels = sel.get("matchLabels") or {}
+    terms = ["%s=%s" % (k, labels[k]) for k in sorted(labels)]
+    for e in sel.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op in _OPERATORS:
+            terms.append(_OPERATORS[op] % (key, ",".join(values)))
+        elif op == "Exists":
+            terms.append(key)
+        elif op == "DoesNotExist":
+            terms.append("!" + key)
+    return ",".join(terms)
+
+
+def read(client, namespace, name, pods_without_it=None):
+    """GET DaemonSet ``namespace/name`` and LIST its pods by its own selector (by the label selector
+    ``pods_without_it`` when there is no DaemonSet, for pods run outside one); ``(the DaemonSet or None, its pods, the
+    selector used)``."""
+    ds = client.get("apps/v1", "daemonsets", name, namespace=namespace)
+    selector = pod_selector(ds) if ds is not None else pods_without_it
+    pods = client.list("v1", "pods", namespace=namespace, label_selector=selector) if selector else []
+    return ds, pods, selector
 
 
 def daemonset_status(ds):

@@ -15,7 +15,8 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import match_labels_selector, progress
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import progress
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import read as read_daemonset
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.detect import choose_platform
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
@@ -89,9 +90,7 @@ def run_kube_proxy_info(client, server_url=None, state="disabled", platform="aut
     name = chosen["name"]
     result = {"platform": chosen, "state": state, "node_selector": selector}
 
-    ds = client.get("apps/v1", "daemonsets", daemonset, namespace=namespace)
-    label_selector = match_labels_selector(ds) if ds is not None else pod_selector
-    pods = client.list("v1", "pods", namespace=namespace, label_selector=label_selector) if label_selector else []
+    ds, pods, label_selector = read_daemonset(client, namespace, daemonset, pod_selector)
     settle = progress(ds, pods, state)
     result["daemonset"] = {
         "present": ds is not None, "namespace": namespace, "name": daemonset,

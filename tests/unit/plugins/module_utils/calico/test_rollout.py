@@ -8,6 +8,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import
 def ds(generation=2, observed=2, desired=3, updated=3, available=3, ready=3, unavailable=0, conditions=None):
     return {"metadata": {"name": "calico-node", "namespace": "kube-system", "uid": "ds-uid",
                          "generation": generation},
+            "spec": {"selector": {"matchLabels": {"k8s-app": "calico-node"}}},
             "status": {"observedGeneration": observed, "desiredNumberScheduled": desired,
                        "updatedNumberScheduled": updated, "numberAvailable": available, "numberReady": ready,
                        "numberUnavailable": unavailable, "conditions": conditions or []}}
@@ -184,8 +185,8 @@ def test_a_long_log_line_is_cut():
 
 
 def with_env(d, **env):
-    d["spec"] = {"template": {"spec": {"containers": [{"name": "calico-node", "env": [
-        {"name": k, "value": v} for k, v in env.items()]}]}}}
+    d["spec"] = dict(d.get("spec") or {}, template={"spec": {"containers": [{"name": "calico-node", "env": [
+        {"name": k, "value": v} for k, v in env.items()]}]}})
     return d
 
 

@@ -4,7 +4,7 @@ no pod left) or full (``enabled``: every desired pod scheduled, updated and read
 import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import (
-    daemonset_status, live_pods, match_labels_selector, progress)
+    daemonset_status, live_pods, pod_selector, progress, read)
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.daemonsets import daemonset, pods
 
 SEL = {"non-calico": "true"}
@@ -16,9 +16,35 @@ def test_counts_that_are_missing_are_zero_and_deleted_pods_are_not_live():
     assert [p["metadata"]["name"] for p in live_pods(pods(3, deleting=1))] == ["kp-1", "kp-2"]
 
 
-def test_match_labels_selector():
-    assert match_labels_selector(daemonset()) == "k8s-app=kube-proxy,tier=node"
-    assert match_labels_selector(None) == ""
+def test_pod_selector_is_the_whole_selector():
+    assert pod_selector(daemonset()) == "k8s-app=kube-proxy,tier=node"
+    assert pod_selector(None) == ""
+    ds = {"spec": {"selector": {"matchLabels": {"app": "x"}, "matchExpressions": [
+        {"key": "tier", "operator": "In", "values": ["node", "edge"]},
+        {"key": "zone", "operator": "NotIn", "values": ["a"]},
+        {"key": "managed", "operator": "Exists"}, {"key": "legacy", "operator": "DoesNotExist"}]}}}
+    assert pod_selector(ds) == "app=x,tier in (node,edge),zone notin (a),managed,!legacy"
+
+
+class Client(object):
+    def __init__(self, ds):
+        self.ds, self.lists = ds, []
+
+    def get(self, api_version, plural, name, namespace=None):
+        return self.ds
+
+    def list(self, api_version, plural, namespace=None, label_selector=None):
+        self.lists.append(label_selector)
+        return pods(2)
+
+
+def test_read_lists_the_pods_by_the_daemonsets_selector_or_the_one_given_without_it():
+    c = Client(daemonset())
+    assert read(c, "kube-system", "kube-proxy", "k8s-app=other") == (c.ds, pods(2), "k8s-app=kube-proxy,tier=node")
+    c = Client(None)
+    assert read(c, "kube-system", "kube-proxy", "k8s-app=kube-proxy")[1:] == (pods(2), "k8s-app=kube-proxy")
+    c = Client(None)
+    assert read(c, "kube-system", "kube-proxy") == (None, [], None) and c.lists == []
 
 
 # -- settling --------------------------------------------------------------------------------------------
