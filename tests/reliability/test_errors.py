@@ -40,6 +40,7 @@ SECRET_VALUE = "errors-sentinel-" + uuid.uuid4().hex[:8]  # in a Secret a 409/42
 # module -> its minimal arguments (``NS`` is the test's namespace, ``TMP`` its directory)
 BASE = {
     "calico_facts": {},
+    "calico_health_info": {"calico_node_namespace": "NS", "job": "enable_ebpf"},
     "calico_rollout_info": {"namespace": "NS", "daemonset": "calico-node"},
     # the plan reads the nodes first (the probe workload's namespace need not exist)
     "connectivity_info": {"stage": "plan", "namespace": "cx-probe"},
@@ -78,6 +79,7 @@ FILE_ONLY = "file-only module: it never talks to the API server"
 SCENARIOS = {
     "stopped": {
         "calico_facts": ({}, "the Calico install"),
+        "calico_health_info": ({}, "reading the cluster: the API server"),  # a verdict (VERDICTS)
         "calico_rollout_info": ({}, "daemonsets.apps NS/calico-node"),
         "connectivity_info": ({}, "the connectivity check in namespace cx-probe"),  # the subject of first contact
         "controller_files": FILE_ONLY,
@@ -101,6 +103,7 @@ SCENARIOS = {
     },
     "403": {
         "calico_facts": ({}, "secrets in namespace tigera-operator"),  # its first read: Helm's release Secrets
+        "calico_health_info": ({}, "tigerastatuses.operator.tigera.io"),  # its first check; a verdict (VERDICTS)
         "calico_rollout_info": ({}, "daemonsets.apps NS/calico-node"),
         "connectivity_info": ({}, "nodes"),
         "controller_files": FILE_ONLY,
@@ -125,6 +128,8 @@ SCENARIOS = {
     },
     "404": {
         "calico_facts": "reads only, and a missing object is a fact (method none, not installed), not a failure",
+        "calico_health_info": "a missing TigeraStatus, DaemonSet or Installation is a problem of the verdict "
+                              "(passed: false), not a failure",
         "calico_rollout_info": "a missing DaemonSet is reported (ready: false, problems), not a failure",
         "connectivity_info": "reads only: a missing namespace, Service, Installation or kube-proxy is a finding (what "
                              "is deployed, skipped rows), not a failure",
@@ -157,6 +162,7 @@ SCENARIOS = {
     },
     "409": {
         "calico_facts": "reads only: a read never conflicts",
+        "calico_health_info": "reads only: a read never conflicts",
         "calico_rollout_info": "reads only: a read never conflicts",
         "connectivity_info": "reads only: a read never conflicts",
         "controller_files": FILE_ONLY,
@@ -191,6 +197,9 @@ SAME_BUILD = "builds its client as merge_patch does (K8sModule.client): the stop
 SCENARIOS["kubeconfig"] = dict(
     (m, SCENARIOS["stopped"][m] if m in ("merge_patch", "kube_proxy_info", "services_endpoint_info")
      or isinstance(SCENARIOS["stopped"][m], str) else SAME_BUILD) for m in MODULES)
+# gates: a cluster they cannot read is a verdict that did not pass (passed: false), its ``line`` held to what a
+# failure's ``msg`` is (the fleet rollout reads the verdict and fails the cluster quoting the line)
+VERDICTS = ("calico_health_info",)
 STATUS_WORDS = {"stopped": "was not reached (connection refused)",
                 "kubeconfig": "cannot load the Kubernetes configuration (", "403": "403 Forbidden", "404": "404 Not Found",
                 "409": "409 Conflict"}
@@ -304,8 +313,10 @@ def shape_problems(module, result, expect, words, ns, tmp, configs):
     """What is wrong with one module's failed result (empty: nothing)."""
     problems = []
     text = json.dumps(result)
-    msg = result.get("msg")
-    if not result.get("failed"):
+    msg = result.get("line") if module in VERDICTS else result.get("msg")
+    if module in VERDICTS and (result.get("failed") or result.get("passed") is not False):
+        return ["not a verdict that did not pass: %s" % text[:600]]
+    if module not in VERDICTS and not result.get("failed"):
         return ["did not fail: %s" % text[:600]]
     if not isinstance(msg, str) or not msg.strip():
         return ["no msg: %s" % text[:600]]
