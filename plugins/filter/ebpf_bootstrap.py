@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import rollback as ebpf_rollback
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import rules as ebpf_bootstrap
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import settings as ebpf_settings
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import summary as ebpf_summary
@@ -44,8 +45,12 @@ def ebpf_bootstrap_overrides(mode):
 
 
 def ebpf_cluster_report(objects):
-    """``objects``: installation, felix, calico_node, kube_proxy (each the object, or null)."""
+    """``objects``: installation, felix, calico_node, kube_proxy (each the object, or null); or objects_info's result
+    for Installation default, FelixConfiguration default and the calico-node and kube-proxy DaemonSets, in that
+    order of the DaemonSets (module_utils/ebpf_install/rules.report_objects)."""
     objects = dict(objects or {})
+    if "objects" in objects:
+        objects = ebpf_bootstrap.report_objects(objects["objects"])
     return ebpf_bootstrap.cluster_report(objects.get("installation"), objects.get("felix"),
                                          objects.get("calico_node"), objects.get("kube_proxy"))
 
@@ -53,6 +58,21 @@ def ebpf_cluster_report(objects):
 def ebpf_enable_pending(installation, patch_spec, kube_proxy_running=False):
     """Whether enable_ebpf has anything left to change (module_utils/ebpf_install/rules.enable_pending)."""
     return ebpf_bootstrap.enable_pending(installation, patch_spec, kube_proxy_running)
+
+
+def ebpf_rollback_settings_problems(variables):
+    """The ebpf_rollback role's variables out of range (module_utils/ebpf_install/rollback.settings_problems)."""
+    return ebpf_rollback.settings_problems(dict(variables or {}))
+
+
+def ebpf_rollback_plan(reads, kube_proxy, settings, kops_rc=None):
+    """What the ebpf_rollback role does (module_utils/ebpf_install/rollback.plan)."""
+    return ebpf_rollback.plan(reads, kube_proxy, dict(settings or {}), kops_rc)
+
+
+def ebpf_rollback_steps(results, facts):
+    """The ebpf_rollback role's steps of this run (module_utils/ebpf_install/rollback.steps)."""
+    return ebpf_rollback.steps(results, dict(facts or {}))
 
 
 class FilterModule(object):
@@ -65,4 +85,7 @@ class FilterModule(object):
             "ebpf_install_settings_problems": ebpf_install_settings_problems,
             "ebpf_install_steps": ebpf_install_steps,
             "ebpf_install_warnings": ebpf_install_warnings,
+            "ebpf_rollback_plan": ebpf_rollback_plan,
+            "ebpf_rollback_settings_problems": ebpf_rollback_settings_problems,
+            "ebpf_rollback_steps": ebpf_rollback_steps,
         }

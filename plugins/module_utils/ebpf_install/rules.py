@@ -165,6 +165,21 @@ def _container(ds, name, init=False):
     return None
 
 
+def report_objects(entries):
+    """The objects of ``cluster_report`` from objects_info's entries: the Installation, the FelixConfiguration, and the
+    DaemonSets in the order read (calico-node's, then kube-proxy's); each the first object found, or None."""
+    def first(entry):
+        return ((entry or {}).get("resources") or [None])[0]
+
+    by_kind = {}
+    for entry in entries or []:
+        by_kind.setdefault(entry.get("kind"), []).append(entry)
+    daemonsets = by_kind.get("DaemonSet", []) + [None, None]
+    return {"installation": first((by_kind.get("Installation") or [None])[0]),
+            "felix": first((by_kind.get("FelixConfiguration") or [None])[0]),
+            "calico_node": first(daemonsets[0]), "kube_proxy": first(daemonsets[1])}
+
+
 def cluster_report(installation=None, felix=None, calico_node=None, kube_proxy=None):
     """Lines saying, from the objects the cluster holds, what the eBPF install amounts to: the Installation,
     FelixConfiguration's bpfEnabled, how the operator rendered calico-node (the API server endpoint it gave it),

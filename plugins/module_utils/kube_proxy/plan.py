@@ -29,9 +29,8 @@ import json
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import whole
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.rules import DAEMONSET_PLATFORMS
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (
-    PLATFORMS, UNSUPPORTED_PLATFORMS)
+    KUBE_PROXY_DAEMONSET_PLATFORMS as DAEMONSET_PLATFORMS, PLATFORMS, UNSUPPORTED_PLATFORMS)
 
 SUPPORTED = tuple(p for p in PLATFORMS if p not in UNSUPPORTED_PLATFORMS)
 # platforms where calico-node's way to the API server does not matter: kube-proxy stays (AKS), or is not changed

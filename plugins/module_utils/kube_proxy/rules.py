@@ -33,7 +33,6 @@ except NameError:
     _STRING_TYPES = (str,)
 
 STATES = ("disabled", "enabled")
-DAEMONSET_PLATFORMS = ("kubeadm", "generic", "eks")
 DEFAULT_NODE_SELECTOR = {"non-calico": "true"}
 # on the ConfigMap whose mode this collection switched from IPVS: when (UTC); the DaemonSet is rolled after it
 SWITCHED_ANNOTATION = "lifecycle.calico-ops.io/kube-proxy-mode-switched-at"

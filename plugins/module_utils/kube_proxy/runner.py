@@ -19,6 +19,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.daemonset import read as read_daemonset
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.detect import choose_platform
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import KUBE_PROXY_DAEMONSET_PLATFORMS
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.server import (
     kops_cluster_name_from_host, parse_server)
@@ -104,7 +105,7 @@ def run_kube_proxy_info(client, server_url=None, state="disabled", platform="aut
     result["calico_api"] = _calico_api(client, calico_node)
     no_mode = {"mode": None, "ipvs": False, "switch": None, "roll_pending": False}
     result["mode"] = _mode(client, namespace, list(configmaps or ()), ds or {}, state, target_mode, now) if (
-        ds is not None or name in rules.DAEMONSET_PLATFORMS) else no_mode
+        ds is not None or name in KUBE_PROXY_DAEMONSET_PLATFORMS) else no_mode
 
     if name == "openshift":
         result["openshift"] = _openshift(client, groups, openshift_name, openshift_field, state)

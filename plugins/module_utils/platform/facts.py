@@ -29,3 +29,6 @@ MKE_HOST = "proxy.local"
 KOPS_HOST_PREFIX = "api.internal."
 DEFAULT_PORTS = {"kops": 443, "openshift": 6443, "eks": 443, "aks": 443, "mke": 6444}
 AWS_PLATFORMS = ("eks", "kops")
+# where kube-proxy is a DaemonSet of kube-system that a nodeSelector takes off every node (Calico's documentation,
+# "Enable eBPF on an existing cluster", section "Configure kube-proxy"); elsewhere the platform's own config does it
+KUBE_PROXY_DAEMONSET_PLATFORMS = ("kubeadm", "generic", "eks")

@@ -19,7 +19,8 @@ def inst(**net):
 def test_the_filters_are_the_documented_ones():
     assert sorted(F) == ["ebpf_bootstrap_overrides", "ebpf_bootstrap_problems", "ebpf_cluster_report",
                          "ebpf_enable_pending", "ebpf_install_settings_problems", "ebpf_install_steps",
-                         "ebpf_install_warnings"]
+                         "ebpf_install_warnings", "ebpf_rollback_plan", "ebpf_rollback_settings_problems",
+                         "ebpf_rollback_steps"]
     assert all((FILTERS / (name + ".yml")).is_file() for name in F)
 
 
@@ -57,6 +58,32 @@ def test_overrides_and_cluster_report_are_the_rules():
     installation = {"spec": {"calicoNetwork": {"linuxDataplane": "BPF"}}, "status": {"variant": "Calico"}}
     assert F["ebpf_cluster_report"]({"installation": installation}) == rules.cluster_report(installation)
     assert F["ebpf_cluster_report"](None) == rules.cluster_report()
+
+
+def test_the_cluster_report_takes_objects_infos_result_by_kind_and_the_daemonsets_in_order():
+    installation = {"spec": {"calicoNetwork": {"linuxDataplane": "BPF"}}}
+    calico_node = {"metadata": {"namespace": "calico-system", "name": "calico-node"}, "status": {"numberReady": 2}}
+    reads = {"objects": [{"kind": "Installation", "resources": [installation]},
+                         {"kind": "FelixConfiguration", "resources": []},
+                         {"kind": "DaemonSet", "resources": [calico_node]},
+                         {"kind": "DaemonSet", "resources": [KP]}]}
+    assert rules.report_objects(reads["objects"]) == {"installation": installation, "felix": None,
+                                                      "calico_node": calico_node, "kube_proxy": KP}
+    assert F["ebpf_cluster_report"](reads) == rules.cluster_report(installation, None, calico_node, KP)
+    assert rules.report_objects([]) == {"installation": None, "felix": None, "calico_node": None, "kube_proxy": None}
+
+
+def test_the_rollback_filters_are_the_rules():
+    from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import rollback
+    variables = {"ebpf_rollback_timeout": 0, "ebpf_rollback_poll_interval": 10,
+                 "ebpf_rollback_kube_proxy_node_selector": {"a": "b"}}
+    assert F["ebpf_rollback_settings_problems"](variables) == rollback.settings_problems(variables) != []
+    reads = {"objects": [{"kind": "Installation", "resources": [inst()]}]}
+    kube_proxy = {"platform": {"name": "kubeadm"}, "running": True, "daemonset": {"present": True}}
+    plan = F["ebpf_rollback_plan"](reads, kube_proxy, {"node_selector": {"a": "b"}})
+    assert plan == rollback.plan(reads, kube_proxy, {"node_selector": {"a": "b"}}) and plan["bpf"]
+    assert F["ebpf_rollback_steps"]({"switch": {"changed": True}}, plan) == [
+        {"step": "Installation default: linuxDataplane Iptables", "changed": True}]
 
 
 def test_ebpf_enable_pending_is_the_rule_with_kube_proxy_left_out_as_not_running():
