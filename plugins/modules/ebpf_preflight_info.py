@@ -196,7 +196,8 @@ api_requests:
 """
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module import K8sModule
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import CHECK_NAMES, PLATFORM_CHOICES
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import PLATFORM_CHOICES
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import CHECK_NAMES
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.runner import run_preflight
 
 

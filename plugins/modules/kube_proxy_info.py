@@ -262,7 +262,7 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.pl
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.rules import (
     DEFAULT_NODE_SELECTOR, FELIX_FIELD, STATES)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.kube_proxy.runner import run_kube_proxy_info
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import PLATFORM_CHOICES
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import SUPPORTED_CHOICES
 
 _PASSED = ("state", "platform", "namespace", "daemonset", "configmaps", "pod_selector", "node_selector",
            "target_mode", "openshift_name", "openshift_field", "felix_name", "felix_field", "kops_cluster_name",
@@ -304,7 +304,7 @@ def main():
     K8sModule(dict(
         wait_argument_spec(),
         state=dict(type="str", default="disabled", choices=list(STATES)),
-        platform=dict(type="str", default="auto", choices=list(PLATFORM_CHOICES)),
+        platform=dict(type="str", default="auto", choices=list(SUPPORTED_CHOICES)),
         namespace=dict(type="str", default="kube-system"),
         daemonset=dict(type="str", default="kube-proxy"),
         configmaps=dict(type="list", elements="str", default=["kube-proxy", "kube-proxy-config"]),

@@ -264,8 +264,10 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.module im
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import argument_spec as wait_argument_spec
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import problems as wait_problems
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.wait import until
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (
+    KOPS_HOST_PREFIX, MKE_HOST, SUPPORTED_CHOICES)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.rules import (
-    KOPS_HOST_PREFIX, MKE_HOST, MODULE_NAMES, PLATFORM_CHOICES, operator_back, operator_not_back, settings_problems)
+    MODULE_NAMES, operator_back, operator_not_back, settings_problems)
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint.runner import (
     GATHER_CHOICES, run_services_endpoint_info)
 
@@ -303,7 +305,7 @@ def _endpoint(m):
 def main():
     K8sModule(dict(
         wait_argument_spec(),
-        platform=dict(type="str", default="auto", choices=list(PLATFORM_CHOICES)),
+        platform=dict(type="str", default="auto", choices=list(SUPPORTED_CHOICES)),
         endpoint_host=dict(type="str"),
         endpoint_port=dict(type="int"),
         allow_ip=dict(type="bool", default=False),

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform import facts
 
 
 MODULES = ("services_endpoint_info", "kube_proxy_info", "merge_patch")
@@ -36,4 +36,4 @@ def test_documentation_basics(name):
 
 def test_platform_choices_in_the_modules():
     for name in ("services_endpoint_info", "kube_proxy_info"):
-        assert tuple(documentation(name)["options"]["platform"]["choices"]) == rules.PLATFORM_CHOICES
+        assert tuple(documentation(name)["options"]["platform"]["choices"]) == facts.SUPPORTED_CHOICES

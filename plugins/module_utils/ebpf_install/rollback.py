@@ -29,9 +29,8 @@ import json
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import whole
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (
-    KUBE_PROXY_DAEMONSET_PLATFORMS, PLATFORMS, UNSUPPORTED_PLATFORMS)
+    KUBE_PROXY_DAEMONSET_PLATFORMS, SUPPORTED_PLATFORMS as SUPPORTED)
 
-SUPPORTED = tuple(p for p in PLATFORMS if p not in UNSUPPORTED_PLATFORMS)
 # the names the role's vars/main.yml gives (tigera/operator v1.40.7, pkg/render/node.go and
 # pkg/controller/installation/bpf.go; tasks/coexist.yml)
 NAMES = {"operator_kube_proxy_key": "operator.tigera.io/disable-kube-proxy",

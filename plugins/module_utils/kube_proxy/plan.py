@@ -30,9 +30,8 @@ import json
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import whole
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (
-    KUBE_PROXY_DAEMONSET_PLATFORMS as DAEMONSET_PLATFORMS, PLATFORMS, UNSUPPORTED_PLATFORMS)
+    KUBE_PROXY_DAEMONSET_PLATFORMS as DAEMONSET_PLATFORMS, SUPPORTED_PLATFORMS as SUPPORTED)
 
-SUPPORTED = tuple(p for p in PLATFORMS if p not in UNSUPPORTED_PLATFORMS)
 # platforms where calico-node's way to the API server does not matter: kube-proxy stays (AKS), or is not changed
 # through the API (MKE)
 KUBE_PROXY_STAYS = ("aks", "mke")

@@ -15,6 +15,10 @@ __metaclass__ = type
 UNSUPPORTED_PLATFORMS = ("gke", "tkg", "rke")
 PLATFORMS = ("generic", "kubeadm", "openshift", "kops", "mke", "eks", "aks") + UNSUPPORTED_PLATFORMS
 PLATFORM_CHOICES = ("auto",) + PLATFORMS
+# the platforms the eBPF data plane and the collection's jobs support, and the jobs' choices of platform (the preflight
+# alone also names the unsupported ones, to refuse them with a reason)
+SUPPORTED_PLATFORMS = tuple(p for p in PLATFORMS if p not in UNSUPPORTED_PLATFORMS)
+SUPPORTED_CHOICES = ("auto",) + SUPPORTED_PLATFORMS
 PLATFORM_TITLES = {
     "generic": "generic Kubernetes", "kubeadm": "kubeadm", "openshift": "OpenShift", "kops": "kOps",
     "mke": "Mirantis Kubernetes Engine (MKE)", "eks": "Amazon EKS", "aks": "Azure AKS",

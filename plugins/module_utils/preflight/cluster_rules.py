@@ -10,12 +10,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.detect import (  # noqa: F401  pylint: disable=unused-import
-    aks_kube_proxy, api_group_signals, detect_platform, node_platform_signals, platform_details)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.kube_proxy_mode import (  # noqa: F401  pylint: disable=unused-import
-    kube_proxy_mode_from_args, kube_proxy_mode_from_config)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import (
-    FAIL, FLEX_VOLUME_PATH, OK, UNSUPPORTED_PLATFORMS, WARN, verdict)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (
+    FLEX_VOLUME_PATH, UNSUPPORTED_PLATFORMS)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import FAIL, OK, WARN, verdict
 
 
 def check_platform(details):

@@ -14,8 +14,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.nodes import (  # noqa: F401  pylint: disable=unused-import
-    IMMUTABLE_OS, node_facts, parse_os, version_tuple)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.nodes import parse_os, version_tuple
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight.rules import (
     FAIL, OK, WARN, verdict)

@@ -28,10 +28,6 @@ CLUSTER_CHECKS = ("platform", "kube_proxy_mode", "sctp_services", "policy_log_ac
 HOST_CHECKS = ("host_facts", "bpffs", "cgroup_v2", "vxlan_module", "vlan_devices")
 CHECK_NAMES = NODE_CHECKS + CLUSTER_CHECKS + HOST_CHECKS
 
-# -- platforms (the platform package's facts, named here for the preflight's checks and its modules) ----------
-
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (  # noqa: F401  pylint: disable=unused-import
-    AWS_DNS, FLEX_VOLUME_PATH, PLATFORM_CHOICES, PLATFORM_TITLES, PLATFORMS, UNSUPPORTED_PLATFORMS)
 
 
 def verdict(state, reason, **details):

@@ -20,6 +20,10 @@ import re
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import dns_name_warning
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.client import ClientError
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.detect import detect_platform, platform_details
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.kube_proxy_mode import (
+    kube_proxy_mode_from_args, kube_proxy_mode_from_config)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.nodes import node_facts
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import cluster_rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import node_rules
@@ -81,7 +85,7 @@ def kube_proxy_state(reads):
         configmap = reads.get("v1", "configmaps", name, namespace=KUBE_PROXY_NAMESPACE)
         if configmap is not None:
             for key in sorted((configmap.get("data") or {})):
-                mode = cluster_rules.kube_proxy_mode_from_config(configmap["data"][key])
+                mode = kube_proxy_mode_from_config(configmap["data"][key])
                 if mode is not None:
                     found.append((mode, "ConfigMap %s/%s %s" % (KUBE_PROXY_NAMESPACE, name, key)))
                     break
@@ -90,7 +94,7 @@ def kube_proxy_state(reads):
     if daemonset is not None:
         pod_spec = ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}
         for container in pod_spec.get("containers") or []:
-            mode = cluster_rules.kube_proxy_mode_from_args((container.get("command") or []) + (container.get("args") or []))
+            mode = kube_proxy_mode_from_args((container.get("command") or []) + (container.get("args") or []))
             if mode is not None:
                 found.append((mode, "DaemonSet %s/kube-proxy --proxy-mode" % KUBE_PROXY_NAMESPACE))
                 break
@@ -233,7 +237,7 @@ def run_preflight(client, platform="auto", ignore=(), max_objects=20, page_size=
     reads = _Reads(client, page_size, served=groups or None)  # an empty /apis answer proves nothing
     calico_api = CALICO_V3_API if CALICO_V3_API in groups else CALICO_CRD_API
 
-    all_facts = [node_rules.node_facts(n) for n in client.list("v1", "nodes", page_size=page_size)]
+    all_facts = [node_facts(n) for n in client.list("v1", "nodes", page_size=page_size)]
 
     felix = reads.list(calico_api, "felixconfigurations", kind="FelixConfiguration")
     felix_default = _felix_default(felix)
@@ -247,11 +251,11 @@ def run_preflight(client, platform="auto", ignore=(), max_objects=20, page_size=
         entry["checks"] = checks
         nodes[facts["name"]] = entry
 
-    detection = cluster_rules.detect_platform(all_facts, groups)
+    detection = detect_platform(all_facts, groups)
     if platform and platform != "auto":
-        details = cluster_rules.platform_details(platform, all_facts, source="override", detection=detection)
+        details = platform_details(platform, all_facts, source="override", detection=detection)
     else:
-        details = cluster_rules.platform_details(detection["name"], all_facts, source="detected", detection=detection)
+        details = platform_details(detection["name"], all_facts, source="detected", detection=detection)
 
     checks = {"platform": cluster_rules.check_platform(details)}
     kube_proxy = kube_proxy_state(reads)

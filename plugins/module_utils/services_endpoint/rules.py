@@ -25,10 +25,10 @@ import re
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import condition, count
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import ISSUE as DNS_ISSUE
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import is_ip_literal  # noqa: F401
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (  # noqa: F401  pylint: disable=unused-import
-    AWS_DNS, AWS_PLATFORMS, DEFAULT_PORTS, KOPS_HOST_PREFIX, MKE_HOST, PLATFORM_TITLES, PLATFORMS, UNSUPPORTED_PLATFORMS)
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.server import kops_cluster_name_from_host, parse_server  # noqa: F401  pylint: disable=unused-import
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import is_ip_literal
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (
+    AWS_DNS, AWS_PLATFORMS, DEFAULT_PORTS, KOPS_HOST_PREFIX, MKE_HOST, PLATFORM_TITLES, SUPPORTED_PLATFORMS)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.server import kops_cluster_name_from_host, parse_server
 
 try:
     import ipaddress as _ipaddress
@@ -40,8 +40,6 @@ try:
 except NameError:
     _STRING_TYPES = (str,)
 
-SUPPORTED_PLATFORMS = tuple(p for p in PLATFORMS if p not in UNSUPPORTED_PLATFORMS)
-PLATFORM_CHOICES = ("auto",) + SUPPORTED_PLATFORMS
 HOST_KEY = "KUBERNETES_SERVICE_HOST"
 PORT_KEY = "KUBERNETES_SERVICE_PORT"
 AWS_NAMESERVERS = (AWS_DNS,)

@@ -16,7 +16,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import dataplane
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import dns_name_warning
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.endpoint import dns_name_warning, is_ip_literal
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (
+    KOPS_HOST_PREFIX, MKE_HOST, SUPPORTED_PLATFORMS)
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.server import parse_server
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.detect import choose_platform
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.discovery import served_group_versions
@@ -35,14 +38,14 @@ def openshift_internal_uri(client, group_versions):
 
 def run_services_endpoint_info(client, server_url, platform="auto", host=None, port=None, allow_ip=False,
                                allow_loopback=False, kops_cluster_name=None, openshift_cluster_name=None, openshift_base_domain=None,
-                               mke_host=rules.MKE_HOST, kops_host_prefix=rules.KOPS_HOST_PREFIX, ports=None,
+                               mke_host=MKE_HOST, kops_host_prefix=KOPS_HOST_PREFIX, ports=None,
                                namespace="tigera-operator", configmap="kubernetes-services-endpoint",
                                operator_deployment="tigera-operator", operator_selector="k8s-app=tigera-operator",
                                previous_pods=None, gather=GATHER_CHOICES, prefix="", aws_dns=None,
                                nodes_resolve_host=False, ebpf_planned=False):
     gather = tuple(gather or GATHER_CHOICES)
-    server = rules.parse_server(server_url)
-    result = {"server": dict(server or {}, ip=bool(server) and rules.is_ip_literal(server["host"])),
+    server = parse_server(server_url)
+    result = {"server": dict(server or {}, ip=bool(server) and is_ip_literal(server["host"])),
               "problems": []}
     if "endpoint" in gather or "platform" in gather:
         groups = None
@@ -97,7 +100,7 @@ def _gather_platform(client, platform, groups, aws_dns, prefix, result):
     result["platform"] = chosen
     result["aws_dns"] = {"wanted": rules.aws_dns_wanted(aws_dns, chosen["name"]),
                          "setting": aws_dns, "nameservers": list(rules.AWS_NAMESERVERS)}
-    if chosen["name"] not in rules.SUPPORTED_PLATFORMS:
+    if chosen["name"] not in SUPPORTED_PLATFORMS:
         result["problems"].append(rules.problem(
             prefix, "platform", "%s is not supported by the eBPF data plane (detected from %s); set %s "
             "to override" % (chosen["title"], "; ".join(((chosen["details"] or {}).get("detected") or {}).get(

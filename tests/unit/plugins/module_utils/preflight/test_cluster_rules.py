@@ -3,7 +3,8 @@ every example of issue 3 plus edge cases (no cluster)."""
 
 import pytest
 
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform import detect, kube_proxy_mode
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform import detect
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.nodes import node_facts
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import cluster_rules, node_rules
 
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.node_objects import node
@@ -12,25 +13,25 @@ from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.node_objects im
 # -- platform ------------------------------------------------------------------------------------------
 
 def facts_of(*nodes):
-    return [node_rules.node_facts(n) for n in nodes]
+    return [node_facts(n) for n in nodes]
 
 
 @pytest.mark.parametrize("name", ["gke", "tkg", "rke"])
 def test_unsupported_platforms_fail(name):
-    details = cluster_rules.platform_details(name, facts_of(node()), source="override")
+    details = detect.platform_details(name, facts_of(node()), source="override")
     assert cluster_rules.check_platform(details)["verdict"] == "fail"
     assert details["supported"] is False
 
 
 @pytest.mark.parametrize("name", ["generic", "kubeadm", "openshift", "kops", "mke", "eks"])
 def test_supported_platforms_pass(name):
-    assert cluster_rules.check_platform(cluster_rules.platform_details(name, facts_of(node())))["verdict"] == "ok"
+    assert cluster_rules.check_platform(detect.platform_details(name, facts_of(node())))["verdict"] == "ok"
 
 
 def test_aks_with_azure_cni_cannot_disable_kube_proxy():
     facts = facts_of(node(labels={"kubernetes.azure.com/cluster": "MC", "kubernetes.azure.com/azure-cni-overlay":
                                   "true"}))
-    details = cluster_rules.platform_details("aks", facts)
+    details = detect.platform_details("aks", facts)
     assert details["kube_proxy_can_be_disabled"] is False
     assert details["felix_configuration"] == {"bpfKubeProxyIptablesCleanupEnabled": False}
     got = cluster_rules.check_platform(details)
@@ -41,14 +42,14 @@ def test_aks_with_azure_cni_cannot_disable_kube_proxy():
 def test_aks_with_byo_cni_can_disable_kube_proxy():
     facts = facts_of(node(labels={"kubernetes.azure.com/cluster": "MC",
                                   "kubernetes.azure.com/network-plugin": "none"}))
-    details = cluster_rules.platform_details("aks", facts)
+    details = detect.platform_details("aks", facts)
     assert details["kube_proxy_can_be_disabled"] is True
     assert details["felix_configuration"] == {}
     assert cluster_rules.check_platform(details)["verdict"] == "ok"
 
 
 def test_aks_without_cni_labels_warns_that_it_cannot_tell():
-    details = cluster_rules.platform_details("aks", facts_of(node(labels={"kubernetes.azure.com/cluster": "MC"})))
+    details = detect.platform_details("aks", facts_of(node(labels={"kubernetes.azure.com/cluster": "MC"})))
     assert details["kube_proxy_can_be_disabled"] is None
     assert cluster_rules.check_platform(details)["verdict"] == "warn"
 
@@ -56,12 +57,12 @@ def test_aks_without_cni_labels_warns_that_it_cannot_tell():
 def test_eks_with_bottlerocket_needs_flex_volume_path():
     facts = facts_of(node("br-1", os_image="Bottlerocket OS 1.19.2 (aws-k8s-1.29)", kernel="6.1.72"),
                      node("al-1", os_image="Amazon Linux 2", kernel="5.10.209-198.858.amzn2.x86_64"))
-    details = cluster_rules.platform_details("eks", facts)
+    details = detect.platform_details("eks", facts)
     assert details["installation"] == {"flexVolumePath": "/var/lib/kubelet/plugins"}
     assert details["operator_dns_nameservers"] == ["169.254.169.253"]
     got = cluster_rules.check_platform(details)
     assert got["verdict"] == "warn" and "flexVolumePath: /var/lib/kubelet/plugins" in got["reason"]
-    plain = cluster_rules.platform_details("eks", facts[1:])
+    plain = detect.platform_details("eks", facts[1:])
     assert plain["installation"] == {} and cluster_rules.check_platform(plain)["verdict"] == "ok"
 
 
@@ -109,8 +110,3 @@ def test_feature_predicates():
 def test_application_layer_features(spec, expected):
     assert cluster_rules.application_layer_features({"spec": spec}) == expected
 
-
-def test_one_definition_each():
-    """The preflight's cluster rules name the platform package's objects, they do not define their own."""
-    assert cluster_rules.detect_platform is detect.detect_platform
-    assert cluster_rules.kube_proxy_mode_from_config is kube_proxy_mode.kube_proxy_mode_from_config

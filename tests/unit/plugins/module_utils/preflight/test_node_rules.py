@@ -5,6 +5,8 @@ import copy
 
 import pytest
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform import detect
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.nodes import node_facts
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import cluster_rules, node_rules, rules as r
 
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.node_objects import node
@@ -12,7 +14,7 @@ from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.node_objects im
 
 def judge(**kwargs):
     cgroup = kwargs.pop("cgroup_v2_path", None)
-    return node_rules.judge_node(node_rules.node_facts(node(**kwargs)), cgroup)
+    return node_rules.judge_node(node_facts(node(**kwargs)), cgroup)
 
 
 # -- kernel parsing ---------------------------------------------------------------------------------
@@ -118,13 +120,13 @@ def test_architecture(arch, expected):
 
 def test_architecture_falls_back_to_the_label():
     n = node(node_info=False, labels={"kubernetes.io/arch": "s390x"})
-    assert node_rules.judge_node(node_rules.node_facts(n))["architecture"]["verdict"] == "fail"
+    assert node_rules.judge_node(node_facts(n))["architecture"]["verdict"] == "fail"
 
 
 # -- missing nodeInfo and odd shapes -------------------------------------------------------------
 
 def test_missing_node_info_warns_and_never_raises():
-    checks = node_rules.judge_node(node_rules.node_facts(node(node_info=False)))
+    checks = node_rules.judge_node(node_facts(node(node_info=False)))
     assert checks["architecture"]["verdict"] == "warn"
     assert checks["os_kernel"]["verdict"] == "warn"
     assert "missing nodeInfo" in checks["os_kernel"]["reason"]
@@ -135,7 +137,7 @@ def test_missing_node_info_warns_and_never_raises():
 @pytest.mark.parametrize("obj", [{}, None, {"metadata": None, "status": None, "spec": None},
                                  {"status": {"nodeInfo": None}}, "not a node"])
 def test_node_facts_of_broken_objects(obj):
-    facts = node_rules.node_facts(obj)
+    facts = node_facts(obj)
     checks = node_rules.judge_node(facts)
     assert set(checks) == set(r.NODE_CHECKS)
     assert r.worst(checks.values()) == "warn"
@@ -148,7 +150,7 @@ def test_windows_by_node_info_and_by_label():
                     operating_system="windows")
     assert by_info["windows"]["verdict"] == "fail"
     assert by_info["os_kernel"]["verdict"] == "fail"
-    by_label = node_rules.judge_node(node_rules.node_facts(node(node_info=False, labels={"kubernetes.io/os": "windows"})))
+    by_label = node_rules.judge_node(node_facts(node(node_info=False, labels={"kubernetes.io/os": "windows"})))
     assert by_label["windows"]["verdict"] == "fail"
     assert judge()["windows"]["verdict"] == "ok"
 
@@ -183,7 +185,7 @@ PRETTY_NAME="Red Hat Enterprise Linux 8.1 (Ootpa)"
 
 def test_host_facts_are_judged_by_the_same_rules_as_api_nodes():
     host = node_rules.host_facts("h1", "4.18.0-147.el8.x86_64", "x86_64", node_rules.parse_os_release(OS_RELEASE))
-    api = node_rules.node_facts(node(os_image="Red Hat Enterprise Linux 8.1 (Ootpa)", kernel="4.18.0-147.el8.x86_64"))
+    api = node_facts(node(os_image="Red Hat Enterprise Linux 8.1 (Ootpa)", kernel="4.18.0-147.el8.x86_64"))
     assert node_rules.judge_node(host) == node_rules.judge_node(api)
     fcos = node_rules.parse_os_release('ID=fedora\nVARIANT_ID=coreos\nNAME="Fedora Linux"\nVERSION_ID=39\n')
     assert node_rules.judge_node(node_rules.host_facts("h", "6.7.4", "aarch64", fcos))["immutable_os"]["verdict"] == "warn"
@@ -212,7 +214,7 @@ def test_host_rules(host, check, expected):
 def test_rules_do_not_mutate_their_input():
     n = node(labels={"kubernetes.azure.com/cluster": "x"})
     before = copy.deepcopy(n)
-    facts = node_rules.node_facts(n)
+    facts = node_facts(n)
     node_rules.judge_node(facts)
-    cluster_rules.detect_platform([facts])
+    detect.detect_platform([facts])
     assert n == before

@@ -4,6 +4,8 @@ from pathlib import Path
 
 import yaml
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform import facts
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.nodes import node_facts
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import cluster_rules, node_rules, rules as r
 
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.node_objects import node
@@ -28,7 +30,7 @@ def test_summary_lists_every_failing_node_and_check():
     for name, kwargs in (("good", {}), ("rhel", {"os_image": "Red Hat Enterprise Linux 8.1 (Ootpa)",
                                                  "kernel": "4.18.0-147.el8.x86_64"}),
                          ("z", {"arch": "s390x"})):
-        checks = node_rules.judge_node(node_rules.node_facts(node(name, **kwargs)))
+        checks = node_rules.judge_node(node_facts(node(name, **kwargs)))
         nodes[name] = {"verdict": r.worst(checks.values()), "checks": checks}
     checks = {"sctp_services": cluster_rules.findings(["Service/a/b"], "SCTP", "none"),
               "platform": r.verdict("ok", "kubeadm")}
@@ -56,11 +58,11 @@ def test_role_and_module_choices_are_the_known_check_names():
     spec = yaml.safe_load((REPO / "roles/preflight/meta/argument_specs.yml").read_text())
     options = spec["argument_specs"]["main"]["options"]
     assert options["preflight_ignore"]["choices"] == list(r.CHECK_NAMES)
-    assert options["preflight_platform"]["choices"] == list(r.PLATFORM_CHOICES)
+    assert options["preflight_platform"]["choices"] == list(facts.PLATFORM_CHOICES)
     for module in ("ebpf_preflight_info", "ebpf_host_preflight_info"):
         text = (REPO / ("plugins/modules/%s.py" % module)).read_text()
         doc = yaml.safe_load(text.split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0])
         assert doc["options"]["ignore"]["choices"] == list(r.CHECK_NAMES)
     doc = yaml.safe_load((REPO / "plugins/modules/ebpf_preflight_info.py").read_text()
                          .split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0])
-    assert doc["options"]["platform"]["choices"] == list(r.PLATFORM_CHOICES)
+    assert doc["options"]["platform"]["choices"] == list(facts.PLATFORM_CHOICES)

@@ -8,7 +8,6 @@ import yaml
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import endpoint
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform import facts, server
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import rules as preflight_rules
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.services_endpoint import rules as r
 
 
@@ -281,14 +280,14 @@ def test_restart_not_done_while_the_new_pod_is_not_ready():
 # -- the role's choices follow the preflight's platforms ---------------------------------------------------
 
 def test_platform_choices_follow_the_preflight():
-    assert r.SUPPORTED_PLATFORMS == tuple(p for p in preflight_rules.PLATFORMS
-                                          if p not in preflight_rules.UNSUPPORTED_PLATFORMS)
+    assert r.SUPPORTED_PLATFORMS == facts.SUPPORTED_PLATFORMS == tuple(p for p in facts.PLATFORMS
+                                                                       if p not in facts.UNSUPPORTED_PLATFORMS)
     for role, var, entry in (("services_endpoint", "services_endpoint_platform", "main"),
                              ("services_endpoint", "services_endpoint_platform", "aws_dns"),
                              ("kube_proxy", "kube_proxy_platform", "main")):
         spec = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())
         choices = spec["argument_specs"][entry]["options"][var]["choices"]
-        assert tuple(choices) == r.PLATFORM_CHOICES, (role, entry)
+        assert tuple(choices) == facts.SUPPORTED_CHOICES, (role, entry)
 
 
 def test_role_defaults_are_the_rules_defaults():
