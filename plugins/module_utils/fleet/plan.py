@@ -45,8 +45,8 @@ def _host_problems(s):
                    if not _connected(kubeconfig, context, auth)]
     if unconnected:
         out.append("cluster host %s of group %s has no connection settings: set calico_kubeconfig, calico_context, "
-                   "or calico_k8s_auth with K8S_AUTH_KUBECONFIG or K8S_AUTH_HOST" % (", ".join(unconnected),
-                                                                                    s.get("group")))
+                   "or calico_k8s_auth with K8S_AUTH_KUBECONFIG or K8S_AUTH_HOST"
+                   % (", ".join(unconnected), s.get("group")))
     for host, _kubeconfig, _context, auth in s.get("connections") or []:
         out += auth_settings.problems(auth, "cluster host %s: calico_k8s_auth" % host)
     return hosts, out

@@ -29,7 +29,6 @@ HOST_CHECKS = ("host_facts", "bpffs", "cgroup_v2", "vxlan_module", "vlan_devices
 CHECK_NAMES = NODE_CHECKS + CLUSTER_CHECKS + HOST_CHECKS
 
 
-
 def verdict(state, reason, **details):
     """A verdict dict: ``state`` is ok/warn/fail; ``details`` are merged in (objects, count, ...)."""
     out = {"verdict": state, "reason": reason}

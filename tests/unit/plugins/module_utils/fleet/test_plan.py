@@ -71,8 +71,8 @@ def test_good_numbers_pass():
 def test_a_hosts_credentials_are_checked_by_key_and_never_shown():
     bad = {"K8S_AUTH_HOST": "https://x", "K8S_AUTH_API_KEY": TOKEN, "K8S_AUTH_PASSWORD": TOKEN}
     p = plan(settings(connections=[["cluster-1", "", "", bad]]))
-    assert len(p["problems"]) == 1 and p["problems"][0].startswith("cluster host cluster-1: calico_k8s_auth: "
-                                                                    "K8S_AUTH_PASSWORD not taken")
+    assert len(p["problems"]) == 1
+    assert p["problems"][0].startswith("cluster host cluster-1: calico_k8s_auth: K8S_AUTH_PASSWORD not taken")
     assert TOKEN not in repr(p)
 
 

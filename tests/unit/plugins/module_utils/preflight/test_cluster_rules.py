@@ -5,7 +5,7 @@ import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform import detect
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.nodes import node_facts
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import cluster_rules, node_rules
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import cluster_rules
 
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.node_objects import node
 
@@ -109,4 +109,3 @@ def test_feature_predicates():
 ])
 def test_application_layer_features(spec, expected):
     assert cluster_rules.application_layer_features({"spec": spec}) == expected
-

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform import detect
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.nodes import node_facts
-from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import cluster_rules, node_rules, rules as r
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.preflight import node_rules, rules as r
 
 from ansible_collections.calico_ops.lifecycle.tests.unit.helpers.node_objects import node
 
