@@ -27,6 +27,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install.summary import ran
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import whole
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (
     KUBE_PROXY_DAEMONSET_PLATFORMS, SUPPORTED_PLATFORMS as SUPPORTED)
@@ -76,10 +77,9 @@ def _cleanup(felix, names):
     return now, before
 
 
-def _coexist(felix, names):
+def _coexist(felix, now, before, names):
     if not felix:
         return None
-    now, before = _cleanup(felix, names)
     if now == "false" and before is None:
         return None  # already kept, and nothing recorded to restore: the user's own false
     return {"metadata": {"annotations": {names["cleanup_record"]: before or now}},
@@ -170,8 +170,8 @@ def plan(reads, kube_proxy, settings, kops_rc=None):
     felix = _object(reads, "FelixConfiguration") or {}
     network = ((installation or {}).get("spec") or {}).get("calicoNetwork") or {}
     dataplane = network.get("linuxDataplane") or "Iptables"
-    bpf = dataplane == "BPF" and not _install_problems(reads)
     problems = _install_problems(reads)
+    bpf = dataplane == "BPF" and not problems
     if bpf:
         problems += _platform_problems(kube_proxy, settings, kops_rc) + _felix_problems(felix, names)
     bootstrap = network.get("bpfNetworkBootstrap") or "Disabled"
@@ -184,7 +184,7 @@ def plan(reads, kube_proxy, settings, kops_rc=None):
         "dataplane": dataplane,
         "platform": kube_proxy["platform"]["name"],
         "note": "" if bpf or problems else _note(dataplane, kube_proxy),
-        "coexist": _coexist(felix, names) if bpf else None,
+        "coexist": _coexist(felix, now, before, names) if bpf else None,
         "cleanup": {"value": now, "before": before, "restore": before is not None},
         "take_kube_proxy_back": bpf and (network.get("kubeProxyManagement") or "Disabled") == "Enabled",
         "node_selector": dict(settings.get("node_selector") or {}, **{names["operator_kube_proxy_key"]: "true"}),
@@ -196,15 +196,13 @@ def plan(reads, kube_proxy, settings, kops_rc=None):
 
 
 def _merge(base, override):
-    """``base`` with ``override`` merged in recursively (Ansible's ``combine(recursive=true)``)."""
+    """``base`` with ``override`` merged in recursively (Ansible's ``combine(recursive=true)``, as the role merged
+    it before). Unlike ``calico/manifest.deep_merge`` a ``None`` is kept: sent in the merge patch, it removes the field
+    from the Installation, as the user's override asks."""
     out = dict(base)
     for key, value in override.items():
         out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     return out
-
-
-def _ran(result):
-    return isinstance(result, dict) and bool(result) and not result.get("skipped")
 
 
 def steps(results, facts):
@@ -216,29 +214,29 @@ def steps(results, facts):
     r, field = results or {}, (facts.get("names") or NAMES)["cleanup_field"]
     cleanup = facts.get("cleanup") or {}
     out = []
-    if _ran(r.get("coexist")):
+    if ran(r.get("coexist")):
         out.append({"step": "FelixConfiguration default: %s false while kube-proxy comes back (was %s)" % (
             field, cleanup.get("before") or cleanup.get("value")), "changed": bool(r["coexist"].get("changed"))})
-    if _ran(r.get("kube_proxy_management")):
+    if ran(r.get("kube_proxy_management")):
         out.append({"step": "Installation default: kubeProxyManagement Disabled (kube-proxy is ours again)",
                     "changed": bool(r["kube_proxy_management"].get("changed"))})
     kube_proxy = r.get("kube_proxy") or {}
-    if _ran(kube_proxy.get("ran")):
+    if ran(kube_proxy.get("ran")):
         result, ready = kube_proxy.get("result") or {}, kube_proxy.get("ready") or {}
-        line = (ready.get("daemonset") or {}).get("line") if _ran(ready) else None
+        line = (ready.get("daemonset") or {}).get("line") if ran(ready) else None
         out.append({"step": "kube-proxy enabled (%s)%s" % (result.get("platform") or facts.get("platform"),
                                                            (": " + line) if line else ""),
                     "changed": bool(result.get("changed"))})
-    if _ran(r.get("switch")):
+    if ran(r.get("switch")):
         out.append({"step": "Installation default: linuxDataplane Iptables"
                             + (", bpfNetworkBootstrap Disabled" if facts.get("bootstrap_disabled") else ""),
                     "changed": bool(r["switch"].get("changed"))})
-    if _ran(r.get("restore")):
+    if ran(r.get("restore")):
         out.append({"step": "FelixConfiguration default: %s restored (calico-node rolled out, no Felix on eBPF)"
                             % field, "changed": bool(r["restore"].get("changed"))})
     endpoint = r.get("endpoint") or {}
-    if _ran(endpoint.get("read")):
+    if ran(endpoint.get("read")):
         out.append({"step": "ConfigMap kubernetes-services-endpoint removed"
                             + (", operator restarted" if endpoint.get("restarted") else ""),
-                    "changed": _ran(endpoint.get("removed")) and bool(endpoint["removed"].get("changed"))})
+                    "changed": ran(endpoint.get("removed")) and bool(endpoint["removed"].get("changed"))})
     return out

@@ -16,7 +16,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-def _ran(result):
+def ran(result):
+    """Whether a registered step result says the step ran in this run (not missing, empty or skipped)."""
     return isinstance(result, dict) and bool(result) and not result.get("skipped")
 
 
@@ -83,10 +84,10 @@ def steps(results, facts=None):
     results, facts, out = dict(results or {}), dict(facts or {}), []
     for name, describe in STEPS:
         result = results.get(name)
-        if not _ran(result):
+        if not ran(result):
             continue
         hinge = _HINGE.get(name)
-        if hinge and not (_ran(result.get(hinge)) or result.get(hinge) is True):
+        if hinge and not (ran(result.get(hinge)) or result.get(hinge) is True):
             continue
         out.extend(describe(result, facts))
     return out
@@ -96,7 +97,7 @@ def warnings(results):
     """What the summary repeats at its end: the endpoint's warning about a DNS name (Calico issue 10683), when the
     endpoint step ran in this run."""
     endpoint = dict(results or {}).get("endpoint") or {}
-    if not (_ran(endpoint) and _ran(endpoint.get("ran"))):
+    if not (ran(endpoint) and ran(endpoint.get("ran"))):
         return []
     warning = (endpoint.get("result") or {}).get("dns_name_warning")
     return [warning] if warning else []

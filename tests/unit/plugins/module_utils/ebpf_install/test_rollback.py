@@ -177,3 +177,8 @@ def test_steps_of_the_restore_and_the_endpoint():
          "changed": False},
         {"step": "ConfigMap kubernetes-services-endpoint removed, operator restarted", "changed": True}]
     assert steps({}, facts) == []
+
+
+def test_a_null_in_the_installation_override_is_sent_to_remove_the_field():
+    p = plan(reads(installation()), kube_proxy(), dict(SETTINGS, installation_spec={"calicoNetwork": {"mtu": None}}))
+    assert p["switch"] == {"calicoNetwork": {"linuxDataplane": "Iptables", "mtu": None}}
