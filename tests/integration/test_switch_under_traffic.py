@@ -2,8 +2,10 @@
 
 One control plane whose two nodes have a network (localcp/dataplane.py); behind the kubeadm shape's kube-proxy DaemonSet
 the real kube-proxy of the control plane's release runs in iptables mode in each node's namespaces, behind the
-operator's pods the real calico-node v3.31.4 (Felix) and Typha; pod readiness is their own readiness probes
-(localcp/podrunner.py), not kwok's. Calico is installed on the Iptables data plane as Calico's quickstart does.
+operator's pods the real calico-node (Felix) and Typha of the pod's release; pod readiness is their own readiness
+probes (localcp/podrunner.py), not kwok's. Calico v3.29.7 is installed on the Iptables data plane as Calico's
+quickstart does (its own calico-node, Typha and CNI plugin: localcp/releases.py), and the first test upgrades it to
+v3.31.4 with the collection's upgrade job under the prober; the switches then run on v3.31.4.
 A prober (localcp/prober.py) opens new connections every 0.2 s from a client pod on node-1 to the server pod's
 ClusterIP, to a NodePort on node-2 and to the server pod across nodes, and from node-1's host network to the
 NodePort; every switch is measured from before its first write until the data plane settled and every target
@@ -32,13 +34,16 @@ The bounds asserted, and why:
 * The documented order done by hand disables kube-proxy before calico-node has switched (asserted from the
   timeline), and on the way back patches the Installation before kube-proxy is back (printed); its counts are
   printed next to the collection's, not bounded (they are what they are).
+* The upgrade from v3.29.7: calico-node rolls node by node onto v3.31.4 (Felix restarts with the new image, Typha
+  first), kube-proxy serves the Services throughout; each target may fail for at most ``MAX_GAP`` seconds at a
+  stretch and must answer at the end.
 * A network that already fails (issue 51): disable_ebpf with every node's Felix hung and no BPF program attached
   completes and every target answers again (the prober shows when); enable_ebpf on a cluster whose workloads get no
   packet (a policy denies them) is refused before any write, within the probe workload's short timeout.
 
 Not run here, each for one reason: IPVS (the kernel has no IP_VS; the IPVS guard is tested against kwok's kube-proxy
-in test_kube_proxy.py); ``upgrade`` and ``migrate_to_operator`` under traffic (only v3.31.4's calico-node is built
-from source here; the releases they start from would run kwok-only, with no traffic to measure); the DNS-name hang
+in test_kube_proxy.py); the other upgrade paths and ``migrate_to_operator`` under traffic (only v3.29.7's data plane
+is built beside v3.31.4's so far: issue 48); the DNS-name hang
 of Calico issue 10683 (no cluster DNS runs here: test_preflight.py tests the warning).
 """
 
@@ -72,6 +77,9 @@ NO_CONNECTIVITY = {f"{job}_{what}": False for job in ("ebpf_install_enable", "eb
 # backend when the same pod reached it through the Service from the same source port, and the job's prober had made
 # hundreds of such connections from the check's own client pods (test_dataplane.py shows the drop; issue 38's note).
 WITH_CHECK_AFTER = {f"{job}_verify_connectivity": True for job in ("ebpf_install_enable", "ebpf_rollback")}
+NO_UPGRADE_CONNECTIVITY = {"upgrade_measure_disruption": False, "upgrade_verify_connectivity": False}
+# the release the module's cluster starts on (its own data plane: localcp/releases.py); the first test upgrades it
+SOURCE = "v3.29.7"
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +93,7 @@ def sw(tmp_path_factory):
     try:
         s = Switches(cluster, work / "probes")
         s.ansible = Ansible(cluster, work)
-        s.install_iptables()
+        s.install_iptables(release=SOURCE)
         s.deploy()
         yield s
     finally:
@@ -131,6 +139,41 @@ def _reported_disruption(m, job):
     # and the check after the job passed every row (WITH_CHECK_AFTER)
     checked = result.result_of("Gather the rows of every check")["ansible_facts"]["connectivity_result"]
     assert checked["rows"] and checked["failures"] == [], (job, checked["failures"])
+
+
+def test_the_operator_install_of_v3_29_7_upgraded_to_v3_31_4_under_traffic(sw, record_property):
+    """First in this file: the module's cluster starts on Calico v3.29.7 (operator v1.36.16), whose own calico-node,
+    Typha and CNI plugin run on each node, and the collection's upgrade job takes it to v3.31.4 under the prober:
+    tigera-operator.yaml replaced, operator v1.40.7 rolls Typha and calico-node node by node onto v3.31.4's Felix
+    (the Iptables data plane still), kube-proxy serving throughout. Every target answers at the end, no gap longer
+    than MAX_GAP, every node runs v3.31.4's processes, the real calico-node wrote v3.31.4 as the cluster's version,
+    and a second run changes nothing. The later tests switch the upgraded cluster."""
+    c = sw.cluster
+    if sw.release() != SOURCE:
+        pytest.skip(f"the cluster runs {sw.release()}, not {SOURCE}: this test runs first in its module")
+    before = {p["node"]: p["version"] for p in c.processes("calico-node") if p["pid"]}
+    assert before == {n: SOURCE for n in sw.nodes}, c.processes("calico-node")
+    assert {p["version"] for p in c.processes("calico-typha") if p["pid"]} == {SOURCE}, c.processes("calico-typha")
+    assert _cluster_version(c) == SOURCE
+    m = sw.measure(f"upgrade {SOURCE} -> {switches.CALICO}", sw.upgrade, bpf_after=False, kube_proxy_after=True)
+    text = _report(record_property, sw, [m["switch"]])
+    assert m["result"].rc == 0, "\n".join(str(t["result"].get("msg")) for t in m["result"].tasks
+                                           if t["result"].get("failed")) + m["result"].stdout[-3000:]
+    _bounded(m, text)
+    assert sw.release() == switches.CALICO
+    after = {p["node"]: p["version"] for p in c.processes("calico-node") if p["pid"]}
+    assert after == {n: switches.CALICO for n in sw.nodes}, c.processes("calico-node")
+    assert {p["version"] for p in c.processes("calico-typha") if p["pid"]} == {switches.CALICO}
+    assert _cluster_version(c) == switches.CALICO, "the real calico-node v3.31.4 writes the version it runs"
+    assert len([p for p in c.processes("kube-proxy") if p["pid"]]) == len(sw.nodes)
+    _reported_disruption(m, "upgrade")
+    again = sw.upgrade(dict(NO_UPGRADE_CONNECTIVITY))
+    assert again.rc == 0 and again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
+
+
+def _cluster_version(c):
+    info = json.loads(c.kubectl("get", "clusterinformations.crd.projectcalico.org", "default", "-o", "json").stdout)
+    return info["spec"].get("calicoVersion")
 
 
 def test_a_check_fails_naming_the_pairs_when_kube_proxy_goes_before_calico_node_serves_services(sw, tmp_path):

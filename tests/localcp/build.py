@@ -539,20 +539,3 @@ def build_all(calico: bool = True, only: str = "all") -> dict:
         for n in DATAPLANE_BINARIES:
             paths[n] = done["data plane"] / n
     return paths
-
-
-def main(argv=None) -> int:
-    import argparse
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--no-calico", action="store_true",
-                        help="only the control plane (no Tigera operators, no Calico components)")
-    parser.add_argument("--only", choices=["all", "demo"], default="all",
-                        help="demo: what `make demo` needs (not the older operators, calicoctl, helm)")
-    args = parser.parse_args(argv)
-    try:
-        for name, path in build_all(calico=not args.no_calico, only=args.only).items():
-            print(f"{name}\t{path}")
-    except BuildError as exc:
-        log(f"build failed: {exc}")
-        return 1
-    return 0

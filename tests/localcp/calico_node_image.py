@@ -4,9 +4,10 @@ The image starts runit (``start_runit``), whose ``rc.local`` runs ``calico-node 
 reads the node name it wrote to ``/var/lib/calico/nodename``, allocates tunnel addresses once, and then keeps its
 services running, each restarted when it exits: ``felix`` (with the datastore settings its run script exports),
 ``monitor-addresses`` (unless the networking backend is ``none``), ``allocate-tunnel-addrs``,
-``node-status-reporter`` and ``complete-startup``. This module does the same with the same binary (Calico's
-``node/filesystem/etc/rc.local`` and ``etc/service/available/*/run`` of v3.31.4), because runit and the image's
-shell scripts are not on this machine. Two services are not run, each for one reason printed at start:
+``node-status-reporter`` and, since v3.31, ``complete-startup``. This module does the same with the same binary
+(Calico's ``node/filesystem/etc/rc.local`` and ``etc/service/available/*/run`` of the pod's release: v3.31.4 and
+v3.29.7 here, whose run scripts are the same and whose rc.local differs in that one service), because runit and the
+image's shell scripts are not on this machine. Two services are not run, each for one reason printed at start:
 
 * ``bird``, ``bird6`` and ``confd`` (backend ``bird``): BIRD is a C program outside Calico's Go build; routes
   between nodes come from VXLAN here (every node is in a subnet of its own: dataplane.py);
@@ -14,7 +15,7 @@ shell scripts are not on this machine. Two services are not run, each for one re
   ``/host/etc/cni/net.d``, a path on this machine's own filesystem; the pod runner gives the plugin a kubeconfig
   of its own when it calls it (podrunner.py).
 
-Run as ``python -m localcp.calico_node_image /path/to/calico-node`` inside the node's namespaces.
+Run as ``python -m localcp.calico_node_image /path/to/calico-node RELEASE`` inside the node's namespaces.
 """
 
 from __future__ import annotations
@@ -27,14 +28,25 @@ import threading
 import time
 
 RESTART_DELAY = 1.0  # runit's runsv waits a second before starting a service that exited
+# services that a release's rc.local enables since a (major, minor) release only
+SINCE = {"complete-startup": (3, 31)}
 
 
 def say(msg: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [calico/node entrypoint] {msg}", flush=True)
 
 
-def services(env: dict, binary: str) -> dict:
-    """name -> (argv, extra env), as rc.local enables them."""
+def release_of(tag: str) -> tuple:
+    """``v3.29.7`` -> (3, 29); a tag that is not a release (``master``, none) counts as the newest."""
+    parts = (tag or "").lstrip("v").split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return 99, 0
+
+
+def services(env: dict, binary: str, release: str = "") -> dict:
+    """name -> (argv, extra env), as the rc.local of ``release`` enables them."""
     felix_env = {}
     if env.get("NODENAME"):
         felix_env["FELIX_FELIXHOSTNAME"] = env["NODENAME"]
@@ -44,7 +56,9 @@ def services(env: dict, binary: str) -> dict:
         felix_env[felix] = env.get(source, "")
     if env.get("DATASTORE_TYPE"):
         felix_env["FELIX_DATASTORETYPE"] = env["DATASTORE_TYPE"]
-    out = {"complete-startup": ([binary, "-complete-startup"], {})}
+    out = {}
+    if release_of(release) >= SINCE["complete-startup"]:
+        out["complete-startup"] = ([binary, "-complete-startup"], {})
     if not env.get("CALICO_DISABLE_FELIX"):
         out["felix"] = ([binary, "-felix"], felix_env)
     if env.get("CALICO_NETWORKING_BACKEND") != "none":
@@ -55,8 +69,8 @@ def services(env: dict, binary: str) -> dict:
 
 
 class Supervisor:
-    def __init__(self, binary: str):
-        self.binary = binary
+    def __init__(self, binary: str, release: str = ""):
+        self.binary, self.release = binary, release
         self.env = dict(os.environ)
         self.children: dict = {}
         self.halt = threading.Event()
@@ -93,7 +107,7 @@ class Supervisor:
         if rc != 0:
             return rc
         say("Calico node started successfully")
-        plan = services(self.env, self.binary)
+        plan = services(self.env, self.binary, self.release)
         next_start = {name: 0.0 for name in plan}
         while not self.halt.is_set():
             now = time.monotonic()
@@ -126,10 +140,10 @@ class Supervisor:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m localcp.calico_node_image /path/to/calico-node", file=sys.stderr)
+    if len(argv) not in (1, 2):
+        print("usage: python -m localcp.calico_node_image /path/to/calico-node [RELEASE]", file=sys.stderr)
         return 2
-    sup = Supervisor(argv[0])
+    sup = Supervisor(argv[0], argv[1] if len(argv) == 2 else "")
 
     def on_term(*_):
         sup.halt.set()

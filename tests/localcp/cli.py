@@ -14,7 +14,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from . import build
+from . import build, releases
 from .cluster import ControlPlane, StartError, current_pointer, log
 from .nodes import default_specs
 
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.cmd == "build":
-        return build.main((["--no-calico"] if args.no_calico else []) + ["--only", args.only])
+        return releases.main((["--no-calico"] if args.no_calico else []) + ["--only", args.only])
 
     if args.cmd == "up":
         # several control planes may run at once (free ports, own run dirs); `down` without --dir stops

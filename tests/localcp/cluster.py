@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from . import build, dataplane, mirror, nodes, shapes
+from . import build, dataplane, mirror, nodes, releases, shapes
 from .audit import AuditLog
 from .pki import PKI, serving_names
 
@@ -321,7 +321,7 @@ class ControlPlane:
         addon, kubeadm-config, and Service default/kubernetes backed by a node-network address; shapes.py).
         ``with_dataplane``: nodes with a network (dataplane.py; kubeadm shape only): the real calico-node and
         Typha run behind their pods, and the admin kubeconfig names the API server at its node-network address,
-        the one a node reaches. ``builds``: ``demo`` builds only what the demo runs (build.build_all)."""
+        the one a node reaches. ``builds``: ``demo`` builds only what the demo runs (releases.build_all)."""
         if shape not in shapes.SHAPES:
             raise StartError(f"shape: must be one of {', '.join(shapes.SHAPES)} (got {shape!r})")
         if with_dataplane and shape != "kubeadm":
@@ -346,7 +346,7 @@ class ControlPlane:
     def _start_once(self, node_specs, timeout: float, shape: str, with_dataplane: bool, builds: str) -> "ControlPlane":
         started = time.monotonic()
         try:
-            self.bins = {k: str(v) for k, v in build.build_all(only=builds).items()}
+            self.bins = {k: str(v) for k, v in releases.build_all(only=builds).items()}
             self.state = {"run_dir": str(self.run_dir), "bins": self.bins, "started": time.time(), "shape": shape}
             self._save()
             self._start(timeout, with_dataplane)
@@ -730,7 +730,8 @@ class ControlPlane:
             return []
 
     def env(self) -> dict:
-        bindirs = sorted({str(Path(p).parent) for p in self.state["bins"].values()})
+        # (not the directories of older releases' data planes, ``name@release``: their calico-node would shadow v3.31.4's)
+        bindirs = sorted({str(Path(p).parent) for k, p in self.state["bins"].items() if "@" not in k})
         return {
             "KUBECONFIG": self.kubeconfig,
             "K8S_AUTH_KUBECONFIG": self.kubeconfig,

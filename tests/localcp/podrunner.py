@@ -52,7 +52,7 @@ from pathlib import Path
 import yaml
 
 from . import dataplane, podnet
-from .versions import CALICO_VERSION, KUBERNETES_VERSION, OPERATOR_VERSIONS
+from .versions import CALICO_VERSION, KUBERNETES_VERSION, OPERATOR_VERSIONS, UPGRADE_SOURCE_DATAPLANES
 
 TOKEN_SECONDS = 7 * 24 * 3600
 BACKOFF_MAX = 20.0
@@ -168,8 +168,14 @@ def _calico_node_env(ctx) -> dict:
 
 
 def _calico_node_entry(ctx, binary) -> list:
-    # the image's runit + rc.local, with the real binary (calico_node_image.py)
-    return [sys.executable, "-m", "localcp.calico_node_image", binary]
+    # the image's runit + rc.local of the pod's release, with the real binary (calico_node_image.py)
+    return [sys.executable, "-m", "localcp.calico_node_image", binary, parse_image(ctx.container.get("image") or "")[1]]
+
+
+def _release_binaries(name: str) -> dict:
+    """tag -> bins key of a data-plane binary: v3.31.4's under its name, an upgrade source's as ``name@release``
+    (releases.py builds them)."""
+    return dict({CALICO_VERSION: name}, **{release: f"{name}@{release}" for release in UPGRADE_SOURCE_DATAPLANES})
 
 
 def _agnhost_entry(ctx, binary) -> list:
@@ -232,9 +238,9 @@ COMPONENTS = [
               extra_args=_kube_controllers_args),
     Component("calico-apiserver", "calico/apiserver", {CALICO_VERSION: "apiserver"}, extra_args=_apiserver_args,
               exclusive=True, where_dataplane="pod"),
-    Component("calico-node", "calico/node", {CALICO_VERSION: "calico-node"}, extra_env=_calico_node_env,
+    Component("calico-node", "calico/node", _release_binaries("calico-node"), extra_env=_calico_node_env,
               where="node", entry=_calico_node_entry, probes=True),
-    Component("calico-typha", "calico/typha", {CALICO_VERSION: "calico-typha"}, where="node", probes=True),
+    Component("calico-typha", "calico/typha", _release_binaries("calico-typha"), where="node", probes=True),
     # kube-proxy (iptables mode here: IPVS needs kernel support this machine's kernel lacks) behind the kubeadm
     # shape's DaemonSet; a binary of the control plane's own release (build.build_kube_proxy)
     Component("kube-proxy", "registry.k8s.io/kube-proxy", {KUBERNETES_VERSION: "kube-proxy"}, where="node",
@@ -879,8 +885,9 @@ class PodRunner:
         return any(comp is not None and comp.where_dataplane == "pod" for comp in comps)
 
     def _cni_setup(self, pod) -> tuple:
-        """(netconf, node holder pid) for a pod on its node: install-cni's configuration of the calico-node pod
-        that runs there, and a kubeconfig for calico-cni-plugin."""
+        """(netconf, node holder pid, the CNI plugin's directory) for a pod on its node: install-cni's configuration
+        of the calico-node pod that runs there, a kubeconfig for calico-cni-plugin, and the plugin of that pod's
+        release (install-cni copies its own image's binaries onto the node)."""
         node = pod["spec"]["nodeName"]
         holder = self.dataplane_nodes()[node]["holder"]
         with self.lock:
@@ -893,7 +900,7 @@ class PodRunner:
             raise RuntimeError(f"no calico-node pod on {node} yet (its install-cni gives the CNI configuration)")
         cached = self.cni_setups.get(node)
         if cached and cached[0] == cnode["metadata"]["uid"]:
-            return cached[1], holder  # install-cni writes the configuration once per calico-node pod
+            return cached[1], holder, cached[2]  # install-cni writes the configuration once per calico-node pod
         install = next((c for c in cnode["spec"].get("initContainers") or [] if c["name"] == "install-cni"), None)
         if install is None:
             raise RuntimeError(f"calico-node pod {cnode['metadata']['name']} has no install-cni container")
@@ -918,8 +925,12 @@ class PodRunner:
             "current-context": "calico-context"}))
         kubeconfig.chmod(0o600)
         conf = podnet.netconf(template, env, node, str(kubeconfig))
-        self.cni_setups[node] = (cnode["metadata"]["uid"], conf)
-        return conf, holder
+        plugin = self.bins.get(_release_binaries("calico").get(parse_image(install.get("image") or "")[1], ""))
+        if not plugin:
+            raise RuntimeError(f"no Calico CNI plugin built for {install.get('image')} (install-cni of "
+                               f"{cnode['metadata']['name']})")
+        self.cni_setups[node] = (cnode["metadata"]["uid"], conf, str(Path(plugin).parent))
+        return conf, holder, str(Path(plugin).parent)
 
     def _network_up(self, pod) -> None:
         meta = pod["metadata"]
@@ -929,7 +940,7 @@ class PodRunner:
         if net["ips"] or time.monotonic() < net["next"]:
             return
         try:
-            conf, node_holder = self._cni_setup(pod)
+            conf, node_holder, cni_dir = self._cni_setup(pod)
             if net["holder"] is None or net["holder"].poll() is not None:
                 resolv = self.pods_dir / f"{meta['namespace']}_{meta['name']}.resolv.conf"
                 resolv.write_text(dataplane.RESOLV_CONF)
@@ -947,12 +958,11 @@ class PodRunner:
             if not net.get("cni_ips"):
                 net["container_id"] = uid.replace("-", "")
                 net["netns"] = f"/proc/{net['holder'].pid}/ns/net"
-                result = podnet.call("ADD", node_holder, str(Path(self.bins["calico"]).parent), conf, pod,
-                                     net["netns"], net["container_id"])
+                result = podnet.call("ADD", node_holder, cni_dir, conf, pod, net["netns"], net["container_id"])
                 cni_ips = podnet.result_ips(result)
                 if not cni_ips:
                     raise RuntimeError(f"CNI ADD of {meta['namespace']}/{meta['name']}: no address in the result")
-                net.update(cni_ips=cni_ips, conf=conf, node_holder=node_holder,
+                net.update(cni_ips=cni_ips, conf=conf, node_holder=node_holder, cni_dir=cni_dir,
                            interfaces=[i.get("name") for i in result.get("interfaces") or []])
             ips = net["cni_ips"]
             # what a kubelet reports: the sandbox's addresses (a merge patch: the lists replace kwok's address)
@@ -973,7 +983,7 @@ class PodRunner:
         meta = net["pod"]["metadata"]
         if net.get("cni_ips") and net["holder"] is not None and net["holder"].poll() is None:
             try:
-                podnet.call("DEL", net["node_holder"], str(Path(self.bins["calico"]).parent), net["conf"],
+                podnet.call("DEL", net["node_holder"], net["cni_dir"], net["conf"],
                             net["pod"], net["netns"], net["container_id"], timeout=30)
             except Exception as exc:  # noqa: BLE001 - the namespace goes anyway; IPAM's GC frees the address
                 log(f"network of {meta['namespace']}/{meta['name']}: {exc}")

@@ -5,7 +5,9 @@ On a control plane whose nodes have a network (the real kube-proxy in iptables m
 DaemonSet, the real calico-node behind the operator's), ``Switches``:
 
 * installs Calico on the Iptables data plane as Calico's quickstart does (``install_iptables``: operator-crds.yaml,
-  tigera-operator.yaml, custom-resources.yaml from the release mirror) - kube-proxy serves the Services;
+  tigera-operator.yaml, custom-resources.yaml from the release mirror) - kube-proxy serves the Services; of v3.31.4,
+  or of a release an upgrade starts from (v3.29.7: its own calico-node, Typha and CNI plugin run, localcp/releases.py),
+  which ``upgrade`` takes to v3.31.4 with the collection's upgrade job;
 * deploys the prober's workloads (localcp.prober.workloads: a server pod on node-2, a client pod on node-1, a
   ClusterIP and a NodePort Service) and measures a switch: probers from the client pod (ClusterIP, NodePort on
   node-2, the server pod's IP across nodes) and from node-1's host network (NodePort on node-2) run from before
@@ -25,6 +27,7 @@ import statistics
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -37,6 +40,7 @@ SERVE_WAIT = 120.0  # seconds a settled data plane may take to answer every targ
 LATE_AFTER = 5.0  # seconds into a switch when the server pod gets the label that gives Service server-late its endpoint
 LATE_GRACE = 3.0  # seconds the late endpoint may take to be programmed when a proxy serves (EndpointSlice, then rules)
 CALICO = "v3.31.4"
+INVENTORY = "inventories/local/hosts.yml"
 ENDPOINT_CM = ("tigera-operator", "kubernetes-services-endpoint")
 NON_CALICO = {"non-calico": "true"}
 
@@ -261,13 +265,21 @@ class Switches:
 
     # -- set-up -------------------------------------------------------------------------------------------------
 
-    def install_iptables(self, timeout: float = 400) -> None:
+    def install_iptables(self, timeout: float = 400, release: str = CALICO) -> None:
         c = self.cluster
-        base = f"{c.mirror_url}/{CALICO}/manifests"
+        base = f"{c.mirror_url}/{release}/manifests"
         c.apply(f"{base}/operator-crds.yaml")
         c.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/installations.operator.tigera.io")
         c.apply(f"{base}/tigera-operator.yaml")
-        c.apply(f"{base}/custom-resources.yaml")
+        if release == CALICO:
+            c.apply(f"{base}/custom-resources.yaml")
+        else:
+            # the Installation alone: the APIServer of an older release would run calico-apiserver of that release,
+            # which is not built here (its APIService unavailable, API discovery fails); the upgrade installs
+            # v3.31.4's (upgrade_apiserver), as test_upgrade.py's operator upgrade does
+            with urllib.request.urlopen(f"{base}/custom-resources.yaml", timeout=30) as r:  # the local mirror
+                docs = list(yaml.safe_load_all(r.read()))
+            c.apply(yaml.safe_dump_all([d for d in docs if d and d["kind"] == "Installation"]))
         c.wait_for(lambda: settled(c, bpf=False, kube_proxy=True), timeout=timeout, interval=3,
                    what="the Iptables install: calico-node ready on every node, kube-proxy on every node")
 
@@ -282,6 +294,25 @@ class Switches:
                    timeout=90, what="the probe pods' netexec servers")
         c.wait_for(lambda: not self.probe_once(), timeout=120, interval=2,
                    what="every probe target answering once before any switch")
+
+    def release(self) -> str:
+        """The Calico release calico-node runs: its DaemonSet's image tag."""
+        ds = _get(self.cluster, "daemonset", "calico-node", "-n", "calico-system") or {}
+        containers = (((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or [{}]
+        image = containers[0].get("image") or ""
+        return image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+
+    def upgrade(self, extra: dict | None = None):
+        """The collection's upgrade job (playbooks/upgrade.yml) to v3.31.4, as test_upgrade.py runs it on an operator
+        install: the v3.31 operator updates an older release's IP pools only through the Calico API server, so the
+        job installs it (``upgrade_apiserver``), and Goldmane and Whisker as v3.31.4's custom-resources.yaml has
+        them. Needs ``self.ansible`` (localcp.fixtures.Ansible)."""
+        v = {"upgrade_manifest_url": self.cluster.mirror_url, "upgrade_chart_repo_url": self.cluster.chart_repo_url,
+             "upgrade_artifacts_dir": str(self.workdir.parent / "artifacts"), "upgrade_timeout": 600,
+             "upgrade_goldmane": True, "upgrade_whisker": True, "upgrade_apiserver": True,
+             "upgrade_tigerastatus_expected": ["calico", "apiserver"]}
+        v.update(extra or {})
+        return self.ansible.playbook("playbooks/upgrade.yml", inventory=INVENTORY, extra_vars=v)
 
     def targets(self) -> tuple:
         """(client-pod targets, node targets) - name -> URL."""
@@ -444,8 +475,14 @@ class Switches:
         return time.time()
 
     def ensure_iptables(self, timeout: float = 600) -> None:
-        """Back to the Iptables install with kube-proxy serving, when an earlier test left it elsewhere."""
+        """Back to the Iptables install of v3.31.4 with kube-proxy serving, when an earlier test left it elsewhere
+        (or on the release the module started from, when its upgrade test did not run: the collection's upgrade)."""
         c = self.cluster
+        if self.release() != CALICO:
+            result = self.upgrade({"upgrade_measure_disruption": False, "upgrade_verify_connectivity": False})
+            if result.rc != 0:
+                raise AssertionError(f"the upgrade from {self.release()} to {CALICO} before this test failed: "
+                                     f"{[t['result'].get('msg') for t in result.tasks if t['result'].get('failed')]}")
         if settled(c, bpf=False, kube_proxy=True):
             self.wait_serving()
             return
@@ -513,10 +550,11 @@ def rows(results: dict) -> list:
 
 
 def table(results: dict) -> str:
-    lines = ["switch                  target          failed/attempted  longest gap (s)  recovered",
-             "----------------------  --------------  ----------------  ---------------  ---------"]
+    width = max([22] + [len(name) for name in results])  # the switch's name ("upgrade v3.29.7 -> v3.31.4")
+    lines = [f"{'switch':<{width}}  target          failed/attempted  longest gap (s)  recovered",
+             f"{'-' * width}  --------------  ----------------  ---------------  ---------"]
     for name, target, failed, attempted, gap, rec in rows(results):
-        lines.append(f"{name:<22}  {target:<14}  {f'{failed}/{attempted}':>16}  {gap:>15}  "
+        lines.append(f"{name:<{width}}  {target:<14}  {f'{failed}/{attempted}':>16}  {gap:>15}  "
                      f"{'yes' if rec else 'NO':>9}")
     for name, m in results.items():
         if m.get("kube_proxy_disabled_at") is not None:

@@ -20,3 +20,19 @@ DATAPLANE_BINARIES = ("calico-node", "calico-typha", "calico-felix", "calico-bpf
 # the Go release the v3.31.4 go.mod declares: Calico's data-plane components are built with it (GOTOOLCHAIN fetches
 # it through the module proxy); built with Go 1.26, calico-typha panics in json-iterator once in sync
 CALICO_GO_TOOLCHAIN = "go1.24.13"
+# The data planes of the releases an upgrade starts from, run on nodes with a network beside v3.31.4's (the pod runner
+# runs the release a calico-node or Typha pod names): built by localcp/releases.py from ../shared/third_party's
+# monorepo tarball of each release into <cache>/calico-node-<release>. ``go``: the toolchain (v3.29.7's go.mod says
+# go 1.24.7; 1.24.13 is a later patch of the same Go release, the one v3.31.4 is built with, fetched once).
+# ``version_vars``: the variables its Makefiles set with -ldflags -X (calico-node -v, Felix's and Typha's version, and
+# startup.VERSION, which calico-node writes as ClusterInformation calicoVersion, where the upgrade reads the version
+# a cluster runs). No BPF programs: these releases run the Iptables data plane here (Felix in eBPF mode needs them).
+UPGRADE_SOURCE_DATAPLANES = {
+    "v3.29.7": {"go": "go1.24.13",
+                "version_vars": ("node/pkg/lifecycle/startup.VERSION", "node/buildinfo.GitVersion",
+                                 "node/buildinfo.GitRevision", "felix/buildinfo.GitVersion",
+                                 "felix/buildinfo.GitRevision", "typha/pkg/buildinfo.GitVersion",
+                                 "typha/pkg/buildinfo.GitRevision")},
+}
+# what each of them holds: calico-node, calico-typha and Calico's CNI plugin (calico, calico-ipam)
+UPGRADE_SOURCE_BINARIES = ("calico-node", "calico-typha", "calico", "calico-ipam")

@@ -89,6 +89,23 @@ def test_the_image_services_follow_rc_local():
     none = calico_node_image.services(dict(env, CALICO_NETWORKING_BACKEND="none", CALICO_DISABLE_FELIX="true"),
                                       "/b/calico-node")
     assert "monitor-addresses" not in none and "felix" not in none
+    # v3.29's and v3.30's rc.local enable no complete-startup service (v3.31's added it)
+    assert sorted(calico_node_image.services(env, "/b/calico-node", "v3.29.7")) == [
+        "allocate-tunnel-addrs", "felix", "monitor-addresses", "node-status-reporter"]
+    assert "complete-startup" in calico_node_image.services(env, "/b/calico-node", "v3.31.4")
+
+
+def test_each_release_runs_its_own_binaries():
+    """A calico-node, Typha or install-cni image of an upgrade source runs that release's build (releases.py), not
+    v3.31.4's."""
+    bins = {"calico-node": "/c/v3.31.4/calico-node", "calico-node@v3.29.7": "/c/v3.29.7/calico-node",
+            "calico-typha@v3.29.7": "/c/v3.29.7/calico-typha"}
+    for image, path in (("quay.io/calico/node:v3.29.7", "/c/v3.29.7/calico-node"),
+                        ("quay.io/calico/node:v3.31.4", "/c/v3.31.4/calico-node"),
+                        ("quay.io/calico/typha:v3.29.7", "/c/v3.29.7/calico-typha"),
+                        ("quay.io/calico/node:v3.27.5", None)):
+        comp, tag = podrunner.component_for(image)
+        assert comp.binary(bins, tag) == path, image
 
 
 def test_data_plane_components_run_in_node_or_pod_namespaces():
