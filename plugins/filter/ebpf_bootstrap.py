@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import dataplane
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import rollback as ebpf_rollback
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import rules as ebpf_bootstrap
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install import settings as ebpf_settings
@@ -60,6 +61,12 @@ def ebpf_enable_pending(installation, patch_spec, kube_proxy_running=False):
     return ebpf_bootstrap.enable_pending(installation, patch_spec, kube_proxy_running)
 
 
+def ebpf_operator_bpf_problem(felix, outcome):
+    """Why the operator would refuse to change FelixConfiguration default's bpfEnabled, or ""
+    (module_utils/calico/dataplane.operator_bpf_problem)."""
+    return dataplane.operator_bpf_problem(felix, outcome)
+
+
 def ebpf_rollback_settings_problems(variables):
     """The ebpf_rollback role's variables out of range (module_utils/ebpf_install/rollback.settings_problems)."""
     return ebpf_rollback.settings_problems(dict(variables or {}))
@@ -81,6 +88,7 @@ class FilterModule(object):
             "ebpf_cluster_report": ebpf_cluster_report,
             "ebpf_bootstrap_problems": ebpf_bootstrap_problems,
             "ebpf_enable_pending": ebpf_enable_pending,
+            "ebpf_operator_bpf_problem": ebpf_operator_bpf_problem,
             "ebpf_bootstrap_overrides": ebpf_bootstrap_overrides,
             "ebpf_install_settings_problems": ebpf_install_settings_problems,
             "ebpf_install_steps": ebpf_install_steps,

@@ -243,6 +243,87 @@ def test_a_second_install_changes_nothing_and_traffic_keeps_flowing(dp, tmp_path
     assert _answer(dp, f"http://{cluster_ip}/hostname") == "server"
 
 
+def _connectivity(dp, tmp_path, extra=None):
+    v = {"connectivity_probe_dir": str(tmp_path / "probes")}
+    v.update(extra or {})
+    return Ansible(dp, tmp_path).playbook("playbooks/check_connectivity.yml", inventory="inventories/local/hosts.yml",
+                                          extra_vars=v)
+
+
+def _rows(result):
+    """The rows of every check stage that ran (the policy's two run only with check network_policy)."""
+    out = []
+    for t in result.tasks:
+        if t["task"].endswith((" : Check every pair", " : Check that no pod reaches a server pod any more",
+                               " : Check that every pod reaches the server pods again")):
+            out += t["result"].get("rows") or []
+    return out
+
+
+def test_check_connectivity_after_install_ebpf_passes_every_row(dp, tmp_path):
+    """Before the tests that restart calico-node or take it off a node (the later ones; the last takes node-3's away):
+    check_connectivity on the 3 nodes after install_ebpf: every pair of every check is a new connection through
+    the real data plane (Felix's BPF programs, VXLAN between the node namespaces) and passes; the probe workload is
+    the only thing written, and it is gone at the end.
+
+    DNS is not checked here: no cluster DNS (CoreDNS) runs on this control plane, so the row says skipped."""
+    mark = dp.audit.mark()
+    result = _connectivity(dp, tmp_path)
+    assert result.rc == 0, result.stdout[-4000:]
+    rows = _rows(result)
+    nodes = sorted(n for n in dp.nodes_with_network())
+    assert len(nodes) == 3
+    by_check = {}
+    for r in rows:
+        by_check.setdefault(r["check"], []).append(r)
+    for check in ("pod_to_pod", "pod_to_nodeport", "host_to_nodeport", "network_policy_denied",
+                  "network_policy_restored"):
+        assert sorted((r["from"], r["to"]) for r in by_check[check]) == [(a, b) for a in nodes for b in nodes], check
+    for check in ("pod_to_service", "pod_to_api_server", "kube_proxy_absent"):
+        assert sorted(r["from"] for r in by_check[check]) == nodes, check
+    assert [r["outcome"] for r in by_check["dns"]] == ["skipped"] * 3
+    bad = [r for r in rows if r["outcome"] != "ok" and r["check"] != "dns"]
+    assert not bad, bad
+    # each pod pair answered by the server pod of the target node (the answer names the pod)
+    assert all(r["detail"] == "server-" + r["to"] for r in by_check["pod_to_pod"])
+    assert all(r["detail"].startswith("denied") for r in by_check["network_policy_denied"])
+    shown = "\n".join(result.result_of("Show the checks, one table per check")["msg"])
+    assert "pod_to_pod: 9/9 ok" in shown and "network_policy_denied: 9/9 ok" in shown, shown
+    # what it wrote: its own namespace's objects only (pods, Services, its NetworkPolicy), and the namespace went
+    writes = dp.audit.writes_since(mark)
+    assert writes and all((e["objectRef"].get("namespace") == "calico-ops-connectivity"
+                           or (e["objectRef"]["resource"] == "namespaces"
+                               and e["objectRef"].get("name") == "calico-ops-connectivity")) for e in writes), \
+        [describe(e) for e in writes]
+    assert dp.kubectl("get", "namespace", "calico-ops-connectivity", check=False).returncode != 0
+    assert result.changed() == 0
+
+
+def test_check_connectivity_fails_naming_the_pair_a_policy_blocks(dp, tmp_path):
+    """A Calico GlobalNetworkPolicy that denies node-1's pods the server pod of node-2: the check fails, naming
+    pod_to_pod node-1 -> node-2 (and only pairs into node-2 from node-1), after showing the tables and removing its
+    workload."""
+    gnp = {"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
+           "metadata": {"name": "block-node-1-to-node-2"},
+           "spec": {"order": 10, "types": ["Ingress"],
+                    "selector": "connectivity.calico-ops.io/role == 'server' && "
+                                "connectivity.calico-ops.io/node == 'node-2'",
+                    "ingress": [{"action": "Deny", "source": {"selector": "connectivity.calico-ops.io/node == 'node-1'"}},
+                                {"action": "Allow"}]}}
+    dp.kubectl("apply", "-f", "-", input=yaml.safe_dump(gnp))
+    try:
+        result = _connectivity(dp, tmp_path, {"connectivity_checks": ["pod_to_pod"]})
+    finally:
+        dp.kubectl("delete", "globalnetworkpolicies.projectcalico.org", "block-node-1-to-node-2", "--ignore-not-found")
+    assert result.rc != 0
+    failed = result.result_of("Fail naming each pair that failed")
+    assert failed.get("failed"), result.stdout[-3000:]
+    assert failed["msg"].startswith("connectivity: 1 of 9 checks failed: pod_to_pod node-1 -> node-2: "), failed["msg"]
+    rows = _rows(result)
+    assert [(r["from"], r["to"]) for r in rows if r["outcome"] != "ok"] == [("node-1", "node-2")], rows
+    assert dp.kubectl("get", "namespace", "calico-ops-connectivity", check=False).returncode != 0
+
+
 def test_the_diagnostics_archive_holds_the_real_calico_node_logs(dp, tmp_path):
     """collect_diagnostics on the real data plane: the logs of calico-node (Felix) and calico-typha as the API
     server's pods/log serves them (kwok's kubelet endpoint, reached at each node's InternalIP inside its namespace),
@@ -421,83 +502,3 @@ def test_a_node_left_without_calico_node_loses_its_programs_and_gets_them_back(d
     # and node-3 serves the Service again: a NodePort request entering node-3 (no local endpoint: forwarded)
     cluster_ip = _svc(dp, "server")["spec"]["clusterIP"]
     assert _answer(dp, f"http://{cluster_ip}/hostname") == "server"
-
-
-def _connectivity(dp, tmp_path, extra=None):
-    v = {"connectivity_probe_dir": str(tmp_path / "probes")}
-    v.update(extra or {})
-    return Ansible(dp, tmp_path).playbook("playbooks/check_connectivity.yml", inventory="inventories/local/hosts.yml",
-                                          extra_vars=v)
-
-
-def _rows(result):
-    """The rows of every check stage that ran (the policy's two run only with check network_policy)."""
-    out = []
-    for t in result.tasks:
-        if t["task"].endswith((" : Check every pair", " : Check that no pod reaches a server pod any more",
-                               " : Check that every pod reaches the server pods again")):
-            out += t["result"].get("rows") or []
-    return out
-
-
-def test_check_connectivity_after_install_ebpf_passes_every_row(dp, tmp_path):
-    """check_connectivity on the 3 nodes after install_ebpf: every pair of every check is a new connection through
-    the real data plane (Felix's BPF programs, VXLAN between the node namespaces) and passes; the probe workload is
-    the only thing written, and it is gone at the end.
-
-    DNS is not checked here: no cluster DNS (CoreDNS) runs on this control plane, so the row says skipped."""
-    mark = dp.audit.mark()
-    result = _connectivity(dp, tmp_path)
-    assert result.rc == 0, result.stdout[-4000:]
-    rows = _rows(result)
-    nodes = sorted(n for n in dp.nodes_with_network())
-    assert len(nodes) == 3
-    by_check = {}
-    for r in rows:
-        by_check.setdefault(r["check"], []).append(r)
-    for check in ("pod_to_pod", "pod_to_nodeport", "host_to_nodeport", "network_policy_denied",
-                  "network_policy_restored"):
-        assert sorted((r["from"], r["to"]) for r in by_check[check]) == [(a, b) for a in nodes for b in nodes], check
-    for check in ("pod_to_service", "pod_to_api_server", "kube_proxy_absent"):
-        assert sorted(r["from"] for r in by_check[check]) == nodes, check
-    assert [r["outcome"] for r in by_check["dns"]] == ["skipped"] * 3
-    bad = [r for r in rows if r["outcome"] != "ok" and r["check"] != "dns"]
-    assert not bad, bad
-    # each pod pair answered by the server pod of the target node (the answer names the pod)
-    assert all(r["detail"] == "server-" + r["to"] for r in by_check["pod_to_pod"])
-    assert all(r["detail"].startswith("denied") for r in by_check["network_policy_denied"])
-    shown = "\n".join(result.result_of("Show the checks, one table per check")["msg"])
-    assert "pod_to_pod: 9/9 ok" in shown and "network_policy_denied: 9/9 ok" in shown, shown
-    # what it wrote: its own namespace's objects only (pods, Services, its NetworkPolicy), and the namespace went
-    writes = dp.audit.writes_since(mark)
-    assert writes and all((e["objectRef"].get("namespace") == "calico-ops-connectivity"
-                           or (e["objectRef"]["resource"] == "namespaces"
-                               and e["objectRef"].get("name") == "calico-ops-connectivity")) for e in writes), \
-        [describe(e) for e in writes]
-    assert dp.kubectl("get", "namespace", "calico-ops-connectivity", check=False).returncode != 0
-    assert result.changed() == 0
-
-
-def test_check_connectivity_fails_naming_the_pair_a_policy_blocks(dp, tmp_path):
-    """A Calico GlobalNetworkPolicy that denies node-1's pods the server pod of node-2: the check fails, naming
-    pod_to_pod node-1 -> node-2 (and only pairs into node-2 from node-1), after showing the tables and removing its
-    workload."""
-    gnp = {"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
-           "metadata": {"name": "block-node-1-to-node-2"},
-           "spec": {"order": 10, "types": ["Ingress"],
-                    "selector": "connectivity.calico-ops.io/role == 'server' && "
-                                "connectivity.calico-ops.io/node == 'node-2'",
-                    "ingress": [{"action": "Deny", "source": {"selector": "connectivity.calico-ops.io/node == 'node-1'"}},
-                                {"action": "Allow"}]}}
-    dp.kubectl("apply", "-f", "-", input=yaml.safe_dump(gnp))
-    try:
-        result = _connectivity(dp, tmp_path, {"connectivity_checks": ["pod_to_pod"]})
-    finally:
-        dp.kubectl("delete", "globalnetworkpolicies.projectcalico.org", "block-node-1-to-node-2", "--ignore-not-found")
-    assert result.rc != 0
-    failed = result.result_of("Fail naming each pair that failed")
-    assert failed.get("failed"), result.stdout[-3000:]
-    assert failed["msg"].startswith("connectivity: 1 of 9 checks failed: pod_to_pod node-1 -> node-2: "), failed["msg"]
-    rows = _rows(result)
-    assert [(r["from"], r["to"]) for r in rows if r["outcome"] != "ok"] == [("node-1", "node-2")], rows
-    assert dp.kubectl("get", "namespace", "calico-ops-connectivity", check=False).returncode != 0

@@ -169,6 +169,25 @@ def test_the_operator_install_of_v3_29_7_upgraded_to_v3_31_4_under_traffic(sw, r
     _reported_disruption(m, "upgrade")
     again = sw.upgrade(dict(NO_UPGRADE_CONNECTIVITY))
     assert again.rc == 0 and again.changed() == 0, [t["task"] for t in again.tasks if t["result"].get("changed")]
+    # Met here first: operator v1.36.16 set bpfEnabled false and its annotation on FelixConfiguration default while
+    # calico-node v3.29.7 had left Calico's metadata (projectcalico.org/metadata) there; operator v1.40.7 restores
+    # that metadata, dropping the annotation, and from then on refuses to set bpfEnabled ("modified by someone
+    # else"). enable_ebpf then rolled calico-node onto BPF and stopped there (TigeraStatus calico Degraded, kube-proxy
+    # kept). It now refuses before any write, naming the remedy; the remedy applied, the switches below run.
+    if sw.bpf_enabled_annotated():
+        print("the upgrade left FelixConfiguration default's bpfEnabled annotated as the operator reads it")
+    else:
+        mark = c.audit.mark()
+        refused = _playbook(sw, "playbooks/enable_ebpf.yml", NO_CONNECTIVITY)
+        assert refused.rc != 0, refused.stdout[-3000:]
+        msg = refused.result_of("Refuse when the operator would refuse to set FelixConfiguration default's bpfEnabled")[
+            "msg"]
+        assert msg.startswith("FelixConfiguration default: spec.bpfEnabled is false but the operator's annotation "
+                              "operator.tigera.io/bpfEnabled says nothing"), msg
+        assert "so the switch would stop half way" in msg and "kubectl patch felixconfigurations" in msg, msg
+        writes = c.audit.writes_since(mark)
+        assert writes == [], [describe(e) for e in writes]
+        sw.operator_owns_bpf_enabled()
 
 
 def _cluster_version(c):

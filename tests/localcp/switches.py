@@ -314,6 +314,27 @@ class Switches:
         v.update(extra or {})
         return self.ansible.playbook("playbooks/upgrade.yml", inventory=INVENTORY, extra_vars=v)
 
+    def bpf_enabled_annotated(self) -> bool:
+        """FelixConfiguration default's bpfEnabled and the operator's annotation agree on the object, and the object
+        carries no Calico metadata (projectcalico.org/metadata) that the operator would read its annotations from
+        instead (the collection's calico/dataplane.py operator_bpf_view; not imported here: the benchmarks run this
+        module outside the collection)."""
+        felix = _get(self.cluster, "felixconfiguration", "default") or {}
+        annotations = (felix.get("metadata") or {}).get("annotations") or {}
+        spec = felix.get("spec") or {}
+        field = "" if spec.get("bpfEnabled") is None else str(bool(spec["bpfEnabled"])).lower()
+        return "projectcalico.org/metadata" not in annotations and field == (
+            annotations.get("operator.tigera.io/bpfEnabled") or "")
+
+    def operator_owns_bpf_enabled(self, timeout: float = 120) -> None:
+        """The remedy the collection's enable_ebpf names when the operator would refuse to set bpfEnabled (after an
+        upgrade from v3.29.7): both removed, and the operator (Iptables) sets them again, false."""
+        self.cluster.kubectl("patch", "felixconfigurations.crd.projectcalico.org", "default", "--type", "merge", "-p",
+                             json.dumps({"metadata": {"annotations": {"operator.tigera.io/bpfEnabled": None}},
+                                         "spec": {"bpfEnabled": None}}))
+        self.cluster.wait_for(self.bpf_enabled_annotated, timeout=timeout, interval=2,
+                              what="the operator setting FelixConfiguration default's bpfEnabled and its annotation")
+
     def targets(self) -> tuple:
         """(client-pod targets, node targets) - name -> URL."""
         c = self.cluster
@@ -483,6 +504,8 @@ class Switches:
             if result.rc != 0:
                 raise AssertionError(f"the upgrade from {self.release()} to {CALICO} before this test failed: "
                                      f"{[t['result'].get('msg') for t in result.tasks if t['result'].get('failed')]}")
+        if not self.bpf_enabled_annotated():
+            self.operator_owns_bpf_enabled()
         if settled(c, bpf=False, kube_proxy=True):
             self.wait_serving()
             return

@@ -27,6 +27,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.dataplane import operator_bpf_problem
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install.summary import ran
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.k8s.fields import whole
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.facts import (
@@ -35,7 +36,6 @@ from ansible_collections.calico_ops.lifecycle.plugins.module_utils.platform.fact
 # the names the role's vars/main.yml gives (tigera/operator v1.40.7, pkg/render/node.go and
 # pkg/controller/installation/bpf.go; tasks/coexist.yml)
 NAMES = {"operator_kube_proxy_key": "operator.tigera.io/disable-kube-proxy",
-         "felix_annotation": "operator.tigera.io/bpfEnabled",
          "cleanup_field": "bpfKubeProxyIptablesCleanupEnabled",
          "cleanup_record": "calico-ops.io/kube-proxy-iptables-cleanup-before"}
 
@@ -121,23 +121,10 @@ def _platform_problems(kube_proxy, s, kops_rc):
         platform.get("title") or name, platform.get("source") or "ebpf_rollback_platform", " ".join(out))]
 
 
-def _felix_problems(felix, names):
-    """The operator changes ``bpfEnabled`` only while its annotation agrees with the field ("modified by someone
-    else" otherwise, and TigeraStatus calico stays Degraded after the switch)."""
-    if not felix:
-        return []
-    spec = felix.get("spec") or {}
-    field = "" if spec.get("bpfEnabled") is None else str(bool(spec["bpfEnabled"])).lower()
-    annotation = str((((felix.get("metadata") or {}).get("annotations") or {}).get(names["felix_annotation"]))
-                     or "").lower()
-    if annotation == field:
-        return []
-    return ["FelixConfiguration default: spec.bpfEnabled is %s but the operator's annotation %s says %s: someone "
-            "other than the operator set bpfEnabled, and the operator refuses to override it (\"modified by someone "
-            "else\"), so TigeraStatus calico would stay Degraded after the switch. Make them agree first (kubectl "
-            "annotate felixconfiguration default %s=%s --overwrite, or remove spec.bpfEnabled), then run this again."
-            % (field or "unset", names["felix_annotation"], annotation or "nothing", names["felix_annotation"],
-               field or "false")]
+def _felix_problems(felix):
+    """The operator changes ``bpfEnabled`` only while its annotation agrees with the field."""
+    problem = operator_bpf_problem(felix, "TigeraStatus calico would stay Degraded after the switch")
+    return [problem] if problem else []
 
 
 def _install_problems(reads):
@@ -173,7 +160,7 @@ def plan(reads, kube_proxy, settings, kops_rc=None):
     problems = _install_problems(reads)
     bpf = dataplane == "BPF" and not problems
     if bpf:
-        problems += _platform_problems(kube_proxy, settings, kops_rc) + _felix_problems(felix, names)
+        problems += _platform_problems(kube_proxy, settings, kops_rc) + _felix_problems(felix)
     bootstrap = network.get("bpfNetworkBootstrap") or "Disabled"
     switch = {"calicoNetwork": dict({"linuxDataplane": "Iptables"},
                                     **({"bpfNetworkBootstrap": "Disabled"} if bootstrap == "Enabled" else {}))}

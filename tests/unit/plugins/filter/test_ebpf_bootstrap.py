@@ -19,9 +19,16 @@ def inst(**net):
 def test_the_filters_are_the_documented_ones():
     assert sorted(F) == ["ebpf_bootstrap_overrides", "ebpf_bootstrap_problems", "ebpf_cluster_report",
                          "ebpf_enable_pending", "ebpf_install_settings_problems", "ebpf_install_steps",
-                         "ebpf_install_warnings", "ebpf_rollback_plan", "ebpf_rollback_settings_problems",
-                         "ebpf_rollback_steps"]
+                         "ebpf_install_warnings", "ebpf_operator_bpf_problem", "ebpf_rollback_plan",
+                         "ebpf_rollback_settings_problems", "ebpf_rollback_steps"]
     assert all((FILTERS / (name + ".yml")).is_file() for name in F)
+
+
+def test_the_operator_bpf_problem_filter_is_the_rule():
+    felix = {"metadata": {}, "spec": {"bpfEnabled": False}}
+    assert F["ebpf_operator_bpf_problem"](felix, "it stops").startswith(
+        "FelixConfiguration default: spec.bpfEnabled is false but the operator's annotation")
+    assert F["ebpf_operator_bpf_problem"](None, "it stops") == ""
 
 
 def test_problems_take_the_facts_and_default_to_what_the_role_does():

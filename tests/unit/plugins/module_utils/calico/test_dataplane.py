@@ -1,5 +1,7 @@
 """calico/dataplane.py: is the data plane eBPF, from Installation default and FelixConfiguration default."""
 
+import json
+
 import pytest
 
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico import dataplane
@@ -52,3 +54,43 @@ def test_read_raises_other_errors():
             raise ClientError("installations.operator.tigera.io default: 403 Forbidden", status=403)
     with pytest.raises(ClientError):
         dataplane.read(Forbidden())
+
+
+# the operator's own view of bpfEnabled (tigera/operator v1.40.7: bpfValidateAnnotations after RestoreV3Metadata)
+def _felix_with(field=None, annotations=None):
+    return {"metadata": {"annotations": annotations} if annotations is not None else {},
+            "spec": {} if field is None else {"bpfEnabled": field}}
+
+
+@pytest.mark.parametrize("felix, agree", [
+    (_felix_with(), True),
+    (_felix_with(False, {dataplane.BPF_ANNOTATION: "false"}), True),
+    (_felix_with(True, {dataplane.BPF_ANNOTATION: "true"}), True),
+    (_felix_with(False), False),                                     # set by someone else
+    (_felix_with(None, {dataplane.BPF_ANNOTATION: "true"}), False),  # field removed by someone else
+    (_felix_with(True, {dataplane.BPF_ANNOTATION: "false"}), False),
+    # what an upgrade from v3.29.7 leaves: operator v1.36.16 annotated the object itself while calico-node had left
+    # Calico's metadata there, which operator v1.40.7 restores first - its annotations have no bpfEnabled
+    (_felix_with(False, {dataplane.BPF_ANNOTATION: "false", dataplane.V3_METADATA: '{"name":"default"}'}), False),
+    (_felix_with(False, {dataplane.V3_METADATA: json.dumps({"annotations": {dataplane.BPF_ANNOTATION: "false"}})}), True),
+    (_felix_with(None, {dataplane.V3_METADATA: "not json"}), True),
+])
+def test_the_operator_changes_bpf_enabled_only_while_its_annotation_agrees(felix, agree):
+    problem = dataplane.operator_bpf_problem(felix, "the switch would stop half way")
+    assert (problem == "") == agree, problem
+    if not agree:
+        assert problem.startswith("FelixConfiguration default: spec.bpfEnabled is ") and "so the switch would stop " \
+            "half way" in problem and "\n" not in problem
+        assert ('{"metadata":{"annotations":{"operator.tigera.io/bpfEnabled":null}},"spec":{"bpfEnabled":null}}'
+                in problem)
+
+
+def test_the_metadata_the_operator_restores_is_named():
+    felix = _felix_with(False, {dataplane.BPF_ANNOTATION: "false", dataplane.V3_METADATA: '{"name":"default"}'})
+    assert dataplane.operator_bpf_view(felix) == ("false", "")
+    assert "(as the operator reads it, from its projectcalico.org/metadata annotation)" in \
+        dataplane.operator_bpf_problem(felix, "x")
+
+
+def test_no_felix_configuration_is_no_problem():
+    assert dataplane.operator_bpf_problem(None, "x") == ""

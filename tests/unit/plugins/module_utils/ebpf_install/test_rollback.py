@@ -3,10 +3,12 @@ the refusals naming what to change, each write, and the summary's steps of one r
 
 import pytest
 
+from ansible_collections.calico_ops.lifecycle.plugins.module_utils.calico.dataplane import BPF_ANNOTATION
 from ansible_collections.calico_ops.lifecycle.plugins.module_utils.ebpf_install.rollback import (
     NAMES, plan, settings_problems, steps)
 
-CLEANUP, RECORD, ANNOTATION = NAMES["cleanup_field"], NAMES["cleanup_record"], NAMES["felix_annotation"]
+CLEANUP, RECORD = NAMES["cleanup_field"], NAMES["cleanup_record"]
+ANNOTATION = BPF_ANNOTATION
 
 
 def variables(**over):
