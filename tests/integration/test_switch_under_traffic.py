@@ -56,6 +56,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from calico_support import get
 from localcp import dataplane, prober, switches
 from localcp.audit import describe
 from localcp.cluster import ControlPlane
@@ -191,8 +192,8 @@ def test_the_operator_install_of_v3_29_7_upgraded_to_v3_31_4_under_traffic(sw, r
 
 
 def _cluster_version(c):
-    info = json.loads(c.kubectl("get", "clusterinformations.crd.projectcalico.org", "default", "-o", "json").stdout)
-    return info["spec"].get("calicoVersion")
+    return ((get(c, "crd.projectcalico.org/v1", "ClusterInformation", "default") or {}).get("spec") or {}).get(
+        "calicoVersion")
 
 
 def test_a_check_fails_naming_the_pairs_when_kube_proxy_goes_before_calico_node_serves_services(sw, tmp_path):

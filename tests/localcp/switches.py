@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from . import dataplane, felix_race, prober
+from . import dataplane, felix_race, podrunner, prober
 
 NS = "probe"
 SETTLE = 15.0  # seconds the probers keep running after the data plane has settled and every target answered
@@ -299,8 +299,7 @@ class Switches:
         """The Calico release calico-node runs: its DaemonSet's image tag."""
         ds = _get(self.cluster, "daemonset", "calico-node", "-n", "calico-system") or {}
         containers = (((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or [{}]
-        image = containers[0].get("image") or ""
-        return image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+        return podrunner.parse_image(containers[0].get("image") or "")[1] or ""
 
     def upgrade(self, extra: dict | None = None):
         """The collection's upgrade job (playbooks/upgrade.yml) to v3.31.4, as test_upgrade.py runs it on an operator
